@@ -1,0 +1,546 @@
+//! A client of one cluster: bootstrap, metadata, a connection per broker, and the requests the
+//! mirror and its tools need.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, CreateTopicsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest,
+    ProduceResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use tokio::sync::Mutex;
+
+use crate::connection::{decode_response, BrokerConnection, ConnectionConfig, PendingResponse};
+use crate::produce::{encode_produce_request, PartitionRecords, TopicRecords};
+use crate::{Error, Result};
+
+/// Settings of a cluster client.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// `bootstrap.servers`: `host:port` entries, tried in order.
+    pub bootstrap_servers: Vec<String>,
+    /// Per-connection settings.
+    pub connection: ConnectionConfig,
+}
+
+impl ClientConfig {
+    /// A configuration from a `bootstrap.servers` value (comma separated).
+    pub fn new(bootstrap_servers: &str) -> Self {
+        ClientConfig {
+            bootstrap_servers: bootstrap_servers
+                .split(',')
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            connection: ConnectionConfig::default(),
+        }
+    }
+}
+
+/// A broker of the cluster as Metadata lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Broker {
+    /// `node.id`.
+    pub id: i32,
+    /// `host:port`.
+    pub address: String,
+}
+
+/// One partition in a Metadata response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionMetadata {
+    /// The partition index.
+    pub partition: i32,
+    /// The leader's node id (-1 if none).
+    pub leader: i32,
+    /// The leader epoch (for fencing fetches).
+    pub leader_epoch: i32,
+    /// The partition's error, if any (e.g. LEADER_NOT_AVAILABLE).
+    pub error: i16,
+}
+
+/// One topic in a Metadata response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicMetadata {
+    /// The topic's error, if any (e.g. UNKNOWN_TOPIC_OR_PARTITION).
+    pub error: i16,
+    /// Whether Kafka marks it internal (`__consumer_offsets`, `__transaction_state`).
+    pub is_internal: bool,
+    /// Partitions sorted by index.
+    pub partitions: Vec<PartitionMetadata>,
+}
+
+/// What a Metadata request returned.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterMetadata {
+    /// The brokers by node id.
+    pub brokers: BTreeMap<i32, Broker>,
+    /// The topics by name.
+    pub topics: BTreeMap<String, TopicMetadata>,
+}
+
+/// A topic to create.
+#[derive(Debug, Clone)]
+pub struct NewTopic {
+    /// Its name.
+    pub name: String,
+    /// Number of partitions.
+    pub partitions: i32,
+    /// Replication factor; -1 means the broker's `default.replication.factor`.
+    pub replication_factor: i16,
+    /// Topic configs, e.g. `cleanup.policy=compact`.
+    pub configs: Vec<(String, String)>,
+}
+
+/// Which offset ListOffsets asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetSpec {
+    /// The log start offset.
+    Earliest,
+    /// The log end offset (high watermark).
+    Latest,
+}
+
+/// One partition's data from a Fetch.
+#[derive(Debug, Clone)]
+pub struct FetchedPartition {
+    /// The high watermark.
+    pub high_watermark: i64,
+    /// The last stable offset.
+    pub last_stable_offset: i64,
+    /// The log start offset.
+    pub log_start_offset: i64,
+    /// Aborted transactions overlapping the fetched range: `(producer_id, first_offset)`.
+    pub aborted_transactions: Vec<(i64, i64)>,
+    /// Raw record batches (the last one possibly partial).
+    pub records: Bytes,
+}
+
+/// A producer identity from InitProducerId.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerIdAndEpoch {
+    /// The producer id.
+    pub producer_id: i64,
+    /// The producer epoch.
+    pub producer_epoch: i16,
+}
+
+/// A client of one Kafka cluster. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct KafkaClient {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: ClientConfig,
+    brokers: Mutex<BTreeMap<i32, Broker>>,
+    connections: Mutex<HashMap<i32, BrokerConnection>>,
+    bootstrap: Mutex<Option<BrokerConnection>>,
+}
+
+impl KafkaClient {
+    /// Connects to the first reachable bootstrap server and loads the broker list.
+    pub async fn connect(config: ClientConfig) -> Result<KafkaClient> {
+        if config.bootstrap_servers.is_empty() {
+            return Err(Error::NoBroker(
+                "bootstrap.servers is empty; set it to host:port[,host:port…]".into(),
+            ));
+        }
+        let client = KafkaClient {
+            inner: Arc::new(Inner {
+                config,
+                brokers: Mutex::new(BTreeMap::new()),
+                connections: Mutex::new(HashMap::new()),
+                bootstrap: Mutex::new(None),
+            }),
+        };
+        client.metadata(Some(&[])).await?;
+        Ok(client)
+    }
+
+    /// The configuration this client was built with.
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    /// A connection to any broker: the last one that worked, else the known brokers and the
+    /// bootstrap servers in turn.
+    pub async fn any_connection(&self) -> Result<BrokerConnection> {
+        let mut bootstrap = self.inner.bootstrap.lock().await;
+        if let Some(connection) = bootstrap.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(connection.clone());
+        }
+        let mut candidates: Vec<String> = self
+            .inner
+            .brokers
+            .lock()
+            .await
+            .values()
+            .map(|b| b.address.clone())
+            .collect();
+        candidates.extend(self.inner.config.bootstrap_servers.iter().cloned());
+        let mut last_error = None;
+        for address in candidates {
+            match BrokerConnection::connect(&address, self.inner.config.connection.clone()).await {
+                Ok(connection) => {
+                    *bootstrap = Some(connection.clone());
+                    return Ok(connection);
+                }
+                Err(error) => {
+                    tracing::debug!(%address, %error, "broker not reachable");
+                    last_error = Some(error);
+                }
+            }
+        }
+        Err(Error::NoBroker(format!(
+            "none of bootstrap.servers {} answered (last error: {})",
+            self.inner.config.bootstrap_servers.join(","),
+            last_error.map_or("none".into(), |e| e.to_string())
+        )))
+    }
+
+    /// The connection to broker `id`, opened (or reopened) as needed.
+    pub async fn connection(&self, id: i32) -> Result<BrokerConnection> {
+        let mut connections = self.inner.connections.lock().await;
+        if let Some(connection) = connections.get(&id).filter(|c| !c.is_closed()) {
+            return Ok(connection.clone());
+        }
+        let address = match self.inner.brokers.lock().await.get(&id) {
+            Some(broker) => broker.address.clone(),
+            None => return Err(Error::NoBroker(format!("broker {id} is not in the cluster's metadata"))),
+        };
+        let connection = BrokerConnection::connect(&address, self.inner.config.connection.clone()).await?;
+        connections.insert(id, connection.clone());
+        Ok(connection)
+    }
+
+    /// Metadata for `topics` (`None`: all topics; `Some(&[])`: brokers only). Refreshes the
+    /// broker list.
+    pub async fn metadata(&self, topics: Option<&[&str]>) -> Result<ClusterMetadata> {
+        let request = MetadataRequest::default()
+            .with_allow_auto_topic_creation(false)
+            .with_topics(topics.map(|names| {
+                names
+                    .iter()
+                    .map(|n| MetadataRequestTopic::default().with_name(Some(topic_name(n))))
+                    .collect()
+            }));
+        let connection = self.any_connection().await?;
+        let response = connection.send(&request).await?;
+        let brokers: BTreeMap<i32, Broker> = response
+            .brokers
+            .iter()
+            .map(|b| {
+                (
+                    b.node_id.0,
+                    Broker {
+                        id: b.node_id.0,
+                        address: format!("{}:{}", b.host.as_str(), b.port),
+                    },
+                )
+            })
+            .collect();
+        *self.inner.brokers.lock().await = brokers.clone();
+        let topics = response
+            .topics
+            .iter()
+            .filter_map(|t| {
+                let name = t.name.as_ref()?.0.to_string();
+                let mut partitions: Vec<PartitionMetadata> = t
+                    .partitions
+                    .iter()
+                    .map(|p| PartitionMetadata {
+                        partition: p.partition_index,
+                        leader: p.leader_id.0,
+                        leader_epoch: p.leader_epoch,
+                        error: p.error_code,
+                    })
+                    .collect();
+                partitions.sort_by_key(|p| p.partition);
+                Some((
+                    name,
+                    TopicMetadata {
+                        error: t.error_code,
+                        is_internal: t.is_internal,
+                        partitions,
+                    },
+                ))
+            })
+            .collect();
+        Ok(ClusterMetadata { brokers, topics })
+    }
+
+    /// The connection to the leader of `topic`/`partition`, from fresh metadata.
+    pub async fn leader(&self, topic: &str, partition: i32) -> Result<BrokerConnection> {
+        let metadata = self.metadata(Some(&[topic])).await?;
+        let context = || format!("Metadata {topic}-{partition}");
+        let topic_metadata = metadata.topics.get(topic).ok_or_else(|| Error::NoBroker(context()))?;
+        Error::check(topic_metadata.error, context, None)?;
+        let partition_metadata = topic_metadata
+            .partitions
+            .iter()
+            .find(|p| p.partition == partition)
+            .ok_or_else(|| Error::check(3, context, None).unwrap_err())?;
+        Error::check(partition_metadata.error, context, None)?;
+        if partition_metadata.leader < 0 {
+            return Err(Error::check(5, context, None).unwrap_err());
+        }
+        self.connection(partition_metadata.leader).await
+    }
+
+    /// Creates topics; a topic that already exists counts as created.
+    pub async fn create_topics(&self, topics: &[NewTopic]) -> Result<()> {
+        let request = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(
+            topics
+                .iter()
+                .map(|t| {
+                    CreatableTopic::default()
+                        .with_name(topic_name(&t.name))
+                        .with_num_partitions(t.partitions)
+                        .with_replication_factor(t.replication_factor)
+                        .with_configs(
+                            t.configs
+                                .iter()
+                                .map(|(k, v)| {
+                                    CreatableTopicConfig::default()
+                                        .with_name(StrBytes::from_string(k.clone()))
+                                        .with_value(Some(StrBytes::from_string(v.clone())))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        );
+        let response = self.any_connection().await?.send(&request).await?;
+        for topic in &response.topics {
+            if topic.error_code == 36 {
+                continue; // TOPIC_ALREADY_EXISTS
+            }
+            Error::check(
+                topic.error_code,
+                || format!("CreateTopics {}", topic.name.0.as_str()),
+                topic.error_message.as_ref().map(|m| m.as_str()),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The earliest or latest offset of each of `partitions` of `topic`, from their leaders.
+    pub async fn list_offsets(&self, topic: &str, partitions: &[i32], spec: OffsetSpec) -> Result<BTreeMap<i32, i64>> {
+        let timestamp = match spec {
+            OffsetSpec::Earliest => -2,
+            OffsetSpec::Latest => -1,
+        };
+        let mut offsets = BTreeMap::new();
+        for &partition in partitions {
+            let request = ListOffsetsRequest::default()
+                .with_replica_id(BrokerId(-1))
+                .with_topics(vec![ListOffsetsTopic::default()
+                    .with_name(topic_name(topic))
+                    .with_partitions(vec![ListOffsetsPartition::default()
+                        .with_partition_index(partition)
+                        .with_timestamp(timestamp)])]);
+            let response = self.leader(topic, partition).await?.send(&request).await?;
+            for p in response.topics.iter().flat_map(|t| &t.partitions) {
+                Error::check(
+                    p.error_code,
+                    || format!("ListOffsets {topic}-{}", p.partition_index),
+                    None,
+                )?;
+                offsets.insert(p.partition_index, p.offset);
+            }
+        }
+        Ok(offsets)
+    }
+
+    /// Fetches from one partition's leader at `offset`, returning raw batches.
+    pub async fn fetch(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_bytes: i32,
+        read_committed: bool,
+    ) -> Result<FetchedPartition> {
+        let request = FetchRequest::default()
+            .with_max_wait_ms(100)
+            .with_min_bytes(1)
+            .with_max_bytes(max_bytes)
+            .with_isolation_level(i8::from(read_committed))
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(topic_name(topic))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(partition)
+                    .with_fetch_offset(offset)
+                    .with_partition_max_bytes(max_bytes)])]);
+        let response = self.leader(topic, partition).await?.send(&request).await?;
+        Error::check(response.error_code, || format!("Fetch {topic}-{partition}"), None)?;
+        let data = response
+            .responses
+            .into_iter()
+            .flat_map(|t| t.partitions)
+            .find(|p| p.partition_index == partition)
+            .ok_or_else(|| Error::Protocol {
+                api: ApiKey::Fetch,
+                version: -1,
+                message: format!("no data for {topic}-{partition}"),
+            })?;
+        Error::check(
+            data.error_code,
+            || format!("Fetch {topic}-{partition} at {offset}"),
+            None,
+        )?;
+        Ok(FetchedPartition {
+            high_watermark: data.high_watermark,
+            last_stable_offset: data.last_stable_offset,
+            log_start_offset: data.log_start_offset,
+            aborted_transactions: data
+                .aborted_transactions
+                .unwrap_or_default()
+                .iter()
+                .map(|a| (a.producer_id.0, a.first_offset))
+                .collect(),
+            records: data.records.unwrap_or_default(),
+        })
+    }
+
+    /// Produces one record batch (in parts) to a partition with `acks=all` and returns the base
+    /// offset the broker assigned.
+    pub async fn produce(&self, topic: &str, partition: i32, batch: Vec<Bytes>) -> Result<i64> {
+        let connection = self.leader(topic, partition).await?;
+        let timeout_ms = self.inner.config.connection.request_timeout.as_millis() as i32;
+        submit_produce(&connection, topic, partition, batch, timeout_ms)
+            .await?
+            .base_offset()
+            .await
+    }
+
+    /// Obtains an idempotent producer id (InitProducerId without a transactional id).
+    pub async fn init_producer_id(&self) -> Result<ProducerIdAndEpoch> {
+        let request = InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(-1);
+        let response = self.any_connection().await?.send(&request).await?;
+        Error::check(response.error_code, || "InitProducerId".into(), None)?;
+        Ok(ProducerIdAndEpoch {
+            producer_id: response.producer_id.0,
+            producer_epoch: response.producer_epoch,
+        })
+    }
+
+    /// Waits until every partition of `topic` has a leader, for at most `timeout`.
+    pub async fn wait_for_leaders(&self, topic: &str, timeout: Duration) -> Result<TopicMetadata> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let metadata = self.metadata(Some(&[topic])).await?;
+            if let Some(t) = metadata.topics.get(topic) {
+                if t.error == 0
+                    && !t.partitions.is_empty()
+                    && t.partitions.iter().all(|p| p.error == 0 && p.leader >= 0)
+                {
+                    return Ok(t.clone());
+                }
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(Error::Timeout {
+                    what: format!("leaders for topic {topic}"),
+                    after_ms: timeout.as_millis() as u64,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Sends one record batch (in parts) to `topic`/`partition` on `connection` (its leader) with
+/// `acks=all`, without waiting for the answer: see [`PendingResponse`] for the ordering promise.
+pub async fn submit_produce(
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    batch: Vec<Bytes>,
+    timeout_ms: i32,
+) -> Result<PendingProduce> {
+    let version = connection.version(ApiKey::Produce)?;
+    let body = encode_produce_request(
+        version,
+        None,
+        -1,
+        timeout_ms,
+        &[TopicRecords {
+            topic: topic.into(),
+            partitions: vec![PartitionRecords {
+                partition,
+                records: batch,
+            }],
+        }],
+    );
+    let pending = connection.submit(ApiKey::Produce, version, body).await?;
+    Ok(PendingProduce {
+        pending,
+        version,
+        topic: topic.into(),
+        partition,
+    })
+}
+
+/// A Produce request of one batch on the wire.
+#[derive(Debug)]
+pub struct PendingProduce {
+    pending: PendingResponse,
+    version: i16,
+    topic: String,
+    partition: i32,
+}
+
+impl PendingProduce {
+    /// Waits for the answer: the base offset the batch got, or the partition's error.
+    pub async fn base_offset(self) -> Result<i64> {
+        let (topic, partition, version) = (self.topic, self.partition, self.version);
+        let frame = self.pending.response().await?;
+        let response: ProduceResponse = decode_response(ApiKey::Produce, version, frame)?;
+        let p = response
+            .responses
+            .iter()
+            .flat_map(|t| &t.partition_responses)
+            .find(|p| p.index == partition)
+            .ok_or_else(|| Error::Protocol {
+                api: ApiKey::Produce,
+                version,
+                message: format!("no answer for {topic}-{partition}"),
+            })?;
+        let message = p.error_message.as_ref().map(|m| m.as_str().to_owned()).or_else(|| {
+            let errors: Vec<String> = p
+                .record_errors
+                .iter()
+                .map(|e| {
+                    format!(
+                        "record {}: {}",
+                        e.batch_index,
+                        e.batch_index_error_message.as_deref().unwrap_or("")
+                    )
+                })
+                .collect();
+            (!errors.is_empty()).then(|| errors.join("; "))
+        });
+        Error::check(
+            p.error_code,
+            || format!("Produce {topic}-{partition}"),
+            message.as_deref(),
+        )?;
+        Ok(p.base_offset)
+    }
+}
+
+/// A topic name for kafka-protocol messages.
+pub fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}

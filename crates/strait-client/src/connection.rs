@@ -1,0 +1,452 @@
+//! One TCP connection to one broker: framing, pipelining by correlation id, version negotiation.
+
+use std::collections::HashMap;
+use std::io::IoSlice;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes, VersionRange};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::versions::client_versions;
+use crate::{Error, Result};
+
+/// The largest response frame we accept; larger sizes mean a broken stream.
+const MAX_FRAME: usize = 256 * 1024 * 1024;
+/// Requests queued for the writer before senders wait.
+const QUEUE: usize = 64;
+
+/// Settings of a connection.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    /// `client.id` sent in every request header.
+    pub client_id: String,
+    /// How long a request may wait for its response (`request.timeout.ms`).
+    pub request_timeout: Duration,
+    /// How long connecting may take.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            client_id: "strait".into(),
+            request_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+type Reply = oneshot::Sender<Result<Bytes>>;
+
+/// Requests in flight, and whether the connection is still usable. One lock for both, so that no
+/// request can register after the connection failed and then wait forever.
+struct State {
+    pending: HashMap<i32, Reply>,
+    closed: Option<Error>,
+}
+
+struct Shared {
+    broker: String,
+    config: ConnectionConfig,
+    state: Mutex<State>,
+    next_correlation_id: AtomicI32,
+    writer: mpsc::Sender<Vec<Bytes>>,
+    /// Set once, right after connecting, from ApiVersions.
+    versions: std::sync::OnceLock<HashMap<i16, VersionRange>>,
+}
+
+/// A pipelined connection to one broker. Cheap to clone; all clones share the socket.
+///
+/// Requests are written whole by a dedicated task, so dropping a caller's future (cancelling
+/// it) never leaves half a frame on the socket: every public async fn here is cancel-safe.
+/// After any I/O or framing error the connection is poisoned: requests in flight and all later
+/// requests fail with the same error, and the caller reconnects.
+#[derive(Clone)]
+pub struct BrokerConnection {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for BrokerConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerConnection")
+            .field("broker", &self.shared.broker)
+            .finish()
+    }
+}
+
+impl BrokerConnection {
+    /// Connects to `broker` (`host:port`) and negotiates API versions.
+    pub async fn connect(broker: &str, config: ConnectionConfig) -> Result<BrokerConnection> {
+        let io_error = |source: std::io::Error| Error::Io {
+            broker: broker.into(),
+            source: Arc::new(source),
+        };
+        let stream = tokio::time::timeout(config.connect_timeout, TcpStream::connect(broker))
+            .await
+            .map_err(|_| Error::Timeout {
+                what: format!("connecting to {broker}"),
+                after_ms: config.connect_timeout.as_millis() as u64,
+            })?
+            .map_err(io_error)?;
+        stream.set_nodelay(true).map_err(io_error)?;
+        let (read, write) = stream.into_split();
+        let (writer, requests) = mpsc::channel(QUEUE);
+        let connection = BrokerConnection {
+            shared: Arc::new(Shared {
+                broker: broker.into(),
+                config,
+                state: Mutex::new(State {
+                    pending: HashMap::new(),
+                    closed: None,
+                }),
+                next_correlation_id: AtomicI32::new(1),
+                writer,
+                versions: std::sync::OnceLock::new(),
+            }),
+        };
+        let reader = tokio::spawn(read_loop(Arc::downgrade(&connection.shared), read));
+        tokio::spawn(write_loop(
+            Arc::downgrade(&connection.shared),
+            write,
+            requests,
+            reader.abort_handle(),
+        ));
+        let versions = connection.api_versions().await?;
+        connection
+            .shared
+            .versions
+            .set(versions)
+            .expect("versions are negotiated once");
+        Ok(connection)
+    }
+
+    /// The broker address this connection talks to.
+    pub fn broker(&self) -> &str {
+        &self.shared.broker
+    }
+
+    /// Whether the connection failed or was closed.
+    pub fn is_closed(&self) -> bool {
+        self.shared.state.lock().expect("state lock").closed.is_some()
+    }
+
+    /// The version of `api` to use: the highest both sides speak.
+    pub fn version(&self, api: ApiKey) -> Result<i16> {
+        let ours = client_versions(api);
+        let theirs = self.shared.versions.get().and_then(|v| v.get(&(api as i16)));
+        match theirs.map(|theirs| ours.intersect(theirs)) {
+            Some(common) if !common.is_empty() => Ok(common.max),
+            _ => Err(Error::NoCommonVersion {
+                broker: self.shared.broker.clone(),
+                api,
+                ours: ours.to_string(),
+                theirs: theirs.map_or("none".into(), |v| v.to_string()),
+            }),
+        }
+    }
+
+    /// Sends `request` at the negotiated version and decodes the response.
+    pub async fn send<R: Request>(&self, request: &R) -> Result<R::Response> {
+        let api = api_key(R::KEY);
+        let version = self.version(api)?;
+        self.send_version(request, version).await
+    }
+
+    /// Sends `request` at a given `version` and decodes the response.
+    pub async fn send_version<R: Request>(&self, request: &R, version: i16) -> Result<R::Response> {
+        let api = api_key(R::KEY);
+        let protocol = |message: String| Error::Protocol { api, version, message };
+        let mut body = BytesMut::with_capacity(request.compute_size(version).map_err(|e| protocol(e.to_string()))?);
+        request
+            .encode(&mut body, version)
+            .map_err(|e| protocol(e.to_string()))?;
+        let frame = self.round_trip(api, version, vec![body.freeze()]).await?;
+        decode_response::<R::Response>(api, version, frame)
+    }
+
+    /// Sends a request whose body is already encoded as `body` (a list of buffers written with
+    /// one vectored write, so large record batches are not copied) and returns the response
+    /// frame after its size prefix: the response header and body, for [`decode_response`].
+    pub async fn round_trip(&self, api: ApiKey, version: i16, body: Vec<Bytes>) -> Result<Bytes> {
+        self.submit(api, version, body).await?.response().await
+    }
+
+    /// Queues a request for writing and returns at once with a handle to its response.
+    ///
+    /// Requests go on the wire in the order of `submit` calls, and Kafka answers them in that
+    /// order, so a caller can keep several requests in flight (pipelining) and still know the
+    /// broker saw them in sequence.
+    pub async fn submit(&self, api: ApiKey, version: i16, body: Vec<Bytes>) -> Result<PendingResponse> {
+        let correlation_id = self.shared.next_correlation_id.fetch_add(1, Ordering::Relaxed);
+        let header = RequestHeader::default()
+            .with_request_api_key(api as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id)
+            .with_client_id(Some(StrBytes::from_string(self.shared.config.client_id.clone())));
+        let header_version = api.request_header_version(version);
+        let protocol = |message: String| Error::Protocol { api, version, message };
+        let header_size = header
+            .compute_size(header_version)
+            .map_err(|e| protocol(e.to_string()))?;
+        let body_size: usize = body.iter().map(Bytes::len).sum();
+        let mut prefix = BytesMut::with_capacity(4 + header_size);
+        prefix.put_i32((header_size + body_size) as i32);
+        header
+            .encode(&mut prefix, header_version)
+            .map_err(|e| protocol(e.to_string()))?;
+        let mut frame = Vec::with_capacity(body.len() + 1);
+        frame.push(prefix.freeze());
+        frame.extend(body);
+
+        let (reply, response) = oneshot::channel();
+        {
+            let mut state = self.shared.state.lock().expect("state lock");
+            if let Some(error) = &state.closed {
+                return Err(error.clone());
+            }
+            state.pending.insert(correlation_id, reply);
+        }
+        if self.shared.writer.send(frame).await.is_err() {
+            return Err(self.closed_error("the writer stopped"));
+        }
+        Ok(PendingResponse {
+            connection: self.clone(),
+            correlation_id,
+            api,
+            version,
+            response,
+        })
+    }
+
+    fn closed_error(&self, reason: &str) -> Error {
+        let state = self.shared.state.lock().expect("state lock");
+        state.closed.clone().unwrap_or_else(|| Error::ConnectionClosed {
+            broker: self.shared.broker.clone(),
+            reason: reason.into(),
+        })
+    }
+
+    /// ApiVersions, first at v3; a broker that does not speak v3 answers with its own range
+    /// (KIP-511), and we retry at v0.
+    async fn api_versions(&self) -> Result<HashMap<i16, VersionRange>> {
+        let request = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("strait"))
+            .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+        let mut response: ApiVersionsResponse = self.send_version(&request, 3).await?;
+        if response.error_code == 35 {
+            response = self.send_version(&request, 0).await?;
+        }
+        Error::check(
+            response.error_code,
+            || format!("ApiVersions to {}", self.shared.broker),
+            None,
+        )?;
+        Ok(response
+            .api_keys
+            .iter()
+            .map(|k| {
+                (
+                    k.api_key,
+                    VersionRange {
+                        min: k.min_version,
+                        max: k.max_version,
+                    },
+                )
+            })
+            .collect())
+    }
+}
+
+/// A request on the wire, waiting for its response.
+#[derive(Debug)]
+pub struct PendingResponse {
+    connection: BrokerConnection,
+    correlation_id: i32,
+    api: ApiKey,
+    version: i16,
+    response: oneshot::Receiver<Result<Bytes>>,
+}
+
+impl PendingResponse {
+    /// Waits (at most `request.timeout.ms`) for the response frame: header and body.
+    pub async fn response(self) -> Result<Bytes> {
+        let shared = &self.connection.shared;
+        let timeout = shared.config.request_timeout;
+        match tokio::time::timeout(timeout, self.response).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(self.connection.closed_error("the response was lost")),
+            Err(_) => {
+                // The response may still come; it is dropped when it does.
+                shared
+                    .state
+                    .lock()
+                    .expect("state lock")
+                    .pending
+                    .remove(&self.correlation_id);
+                Err(Error::Timeout {
+                    what: format!("{:?} v{} to {}", self.api, self.version, shared.broker),
+                    after_ms: timeout.as_millis() as u64,
+                })
+            }
+        }
+    }
+}
+
+/// Decodes a response frame (header and body) of `api` at `version`, checking that the whole
+/// frame was consumed.
+pub fn decode_response<T: Decodable + HeaderVersion>(api: ApiKey, version: i16, mut frame: Bytes) -> Result<T> {
+    let protocol = |message: String| Error::Protocol { api, version, message };
+    ResponseHeader::decode(&mut frame, T::header_version(version)).map_err(|e| protocol(e.to_string()))?;
+    let response = T::decode(&mut frame, version).map_err(|e| protocol(e.to_string()))?;
+    if frame.has_remaining() {
+        return Err(protocol(format!(
+            "{} bytes left over after the response",
+            frame.remaining()
+        )));
+    }
+    Ok(response)
+}
+
+fn api_key(key: i16) -> ApiKey {
+    ApiKey::try_from(key).expect("kafka-protocol request types have known API keys")
+}
+
+impl Shared {
+    /// Fails every request in flight and every later one with `error`.
+    fn poison(&self, error: Error) {
+        let pending = {
+            let mut state = self.state.lock().expect("state lock");
+            if state.closed.is_none() {
+                state.closed = Some(error.clone());
+            }
+            std::mem::take(&mut state.pending)
+        };
+        for (_, reply) in pending {
+            let _ = reply.send(Err(error.clone()));
+        }
+    }
+}
+
+async fn write_loop(
+    shared: std::sync::Weak<Shared>,
+    mut socket: OwnedWriteHalf,
+    mut requests: mpsc::Receiver<Vec<Bytes>>,
+    reader: tokio::task::AbortHandle,
+) {
+    while let Some(mut frame) = requests.recv().await {
+        if let Err(source) = write_all_vectored(&mut socket, &mut frame).await {
+            if let Some(shared) = shared.upgrade() {
+                let broker = shared.broker.clone();
+                shared.poison(Error::Io {
+                    broker,
+                    source: Arc::new(source),
+                });
+            }
+            break;
+        }
+    }
+    // Every handle is gone (or the socket failed): nobody waits for responses any more.
+    reader.abort();
+    let _ = socket.shutdown().await;
+}
+
+async fn write_all_vectored(socket: &mut OwnedWriteHalf, parts: &mut [Bytes]) -> std::io::Result<()> {
+    let mut first = 0;
+    while first < parts.len() {
+        let slices: Vec<IoSlice<'_>> = parts[first..].iter().map(|p| IoSlice::new(p)).collect();
+        let mut written = socket.write_vectored(&slices).await?;
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while written > 0 {
+            let part = &mut parts[first];
+            let step = written.min(part.len());
+            part.advance(step);
+            written -= step;
+            if part.is_empty() {
+                first += 1;
+            }
+        }
+        while first < parts.len() && parts[first].is_empty() {
+            first += 1;
+        }
+    }
+    Ok(())
+}
+
+async fn read_loop(shared: std::sync::Weak<Shared>, mut socket: OwnedReadHalf) {
+    let mut buffer = BytesMut::with_capacity(64 * 1024);
+    let error = loop {
+        match read_frame(&mut socket, &mut buffer).await {
+            Ok(frame) => {
+                let Some(shared) = shared.upgrade() else { return };
+                if frame.len() < 4 {
+                    break frame_error(&shared, frame.len() as i64);
+                }
+                let correlation_id = i32::from_be_bytes(frame[..4].try_into().expect("4 bytes"));
+                let reply = shared.state.lock().expect("state lock").pending.remove(&correlation_id);
+                if let Some(reply) = reply {
+                    let _ = reply.send(Ok(frame));
+                }
+            }
+            Err(FrameError::Io(source)) => {
+                let Some(shared) = shared.upgrade() else { return };
+                break Error::Io {
+                    broker: shared.broker.clone(),
+                    source: Arc::new(source),
+                };
+            }
+            Err(FrameError::Size(size)) => {
+                let Some(shared) = shared.upgrade() else { return };
+                break frame_error(&shared, size);
+            }
+        }
+    };
+    if let Some(shared) = shared.upgrade() {
+        shared.poison(error);
+    }
+}
+
+fn frame_error(shared: &Shared, size: i64) -> Error {
+    Error::FrameSize {
+        broker: shared.broker.clone(),
+        size,
+        limit: MAX_FRAME,
+    }
+}
+
+enum FrameError {
+    Io(std::io::Error),
+    Size(i64),
+}
+
+/// Reads one size-prefixed frame. Bytes past the frame stay in `buffer` for the next call;
+/// the frame itself is split off without copying.
+async fn read_frame(socket: &mut OwnedReadHalf, buffer: &mut BytesMut) -> std::result::Result<Bytes, FrameError> {
+    fill(socket, buffer, 4).await?;
+    let size = i32::from_be_bytes(buffer[..4].try_into().expect("4 bytes"));
+    if size < 0 || size as usize > MAX_FRAME {
+        return Err(FrameError::Size(i64::from(size)));
+    }
+    fill(socket, buffer, 4 + size as usize).await?;
+    buffer.advance(4);
+    Ok(buffer.split_to(size as usize).freeze())
+}
+
+async fn fill(socket: &mut OwnedReadHalf, buffer: &mut BytesMut, wanted: usize) -> std::result::Result<(), FrameError> {
+    while buffer.len() < wanted {
+        buffer.reserve((wanted - buffer.len()).max(64 * 1024));
+        let read = socket.read_buf(buffer).await.map_err(FrameError::Io)?;
+        if read == 0 {
+            return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! An async Kafka client on tokio, built for a mirror.
+//!
+//! [`BrokerConnection`] is one pipelined connection: requests are framed, tagged with a
+//! correlation id and written by a dedicated task; responses are matched back by id. Versions are
+//! negotiated per API from ApiVersions. [`KafkaClient`] adds bootstrap, metadata and a connection
+//! per broker, plus the requests the mirror and its tools need. Message types come from the
+//! `kafka-protocol` crate; Produce is encoded by hand ([`encode_produce_request`]) so that record
+//! batches go from the fetch response to the socket without being copied.
+//!
+//! Protocol guide: <https://kafka.apache.org/protocol>.
+
+mod client;
+mod connection;
+mod error;
+mod produce;
+mod versions;
+
+pub use client::{
+    submit_produce, topic_name, Broker, ClientConfig, ClusterMetadata, FetchedPartition, KafkaClient, NewTopic,
+    OffsetSpec, PartitionMetadata, PendingProduce, ProducerIdAndEpoch, TopicMetadata,
+};
+pub use connection::{decode_response, BrokerConnection, ConnectionConfig, PendingResponse};
+pub use error::{Error, KafkaCode};
+pub use kafka_protocol;
+pub use produce::{encode_produce_request, PartitionRecords, TopicRecords};
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

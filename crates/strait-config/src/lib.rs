@@ -1,0 +1,1 @@
+//! mm2.properties parsing, replication policies and filters (being built).

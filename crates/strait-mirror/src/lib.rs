@@ -1,0 +1,1 @@
+//! The mirror engine (being built).

@@ -1,0 +1,304 @@
+//! Single-node KRaft clusters from the fetched jars.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::dist::{create_dir, write};
+use crate::guard::Guarded;
+use crate::{Error, KafkaDist, Result};
+
+/// How long a broker may take to start before we give up.
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// How a cluster is started.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    /// A short name, used in folder names and messages (e.g. `source`).
+    pub name: String,
+    /// Extra `server.properties` entries, added after (and so overriding) the defaults.
+    pub properties: Vec<(String, String)>,
+    /// The broker's Java heap, e.g. `512m`.
+    pub heap: String,
+}
+
+impl ClusterOptions {
+    /// Default options for a cluster called `name`.
+    pub fn new(name: &str) -> Self {
+        ClusterOptions {
+            name: name.into(),
+            properties: Vec::new(),
+            heap: "512m".into(),
+        }
+    }
+
+    /// Adds a `server.properties` entry.
+    pub fn property(mut self, key: &str, value: &str) -> Self {
+        self.properties.push((key.into(), value.into()));
+        self
+    }
+}
+
+/// A running single-node KRaft cluster (one JVM acting as broker and controller).
+///
+/// Dropping it kills the JVM and removes its folder; both also happen when the process ends.
+#[derive(Debug)]
+pub struct KafkaCluster {
+    options: ClusterOptions,
+    dir: PathBuf,
+    port: u16,
+    broker: Mutex<Option<Guarded>>,
+    _janitor: Guarded,
+}
+
+impl KafkaCluster {
+    /// Starts a cluster called `name` with default options.
+    pub fn start(name: &str) -> Result<KafkaCluster> {
+        Self::start_with(ClusterOptions::new(name))
+    }
+
+    /// Starts a cluster: fetches Kafka if needed, formats a fresh log folder, starts the JVM and
+    /// waits until the broker answers.
+    pub fn start_with(options: ClusterOptions) -> Result<KafkaCluster> {
+        let dist = KafkaDist::get()?;
+        let dir = std::env::temp_dir().join(format!(
+            "strait-kafka-{}-{}",
+            options.name,
+            uuid::Uuid::new_v4().simple()
+        ));
+        create_dir(&dir)?;
+        let janitor = Guarded::janitor(&dir)?;
+        let (port, controller_port) = (free_port()?, free_port()?);
+        write(
+            &dir.join("server.properties"),
+            &server_properties(&options, &dir, port, controller_port),
+        )?;
+        write(&dir.join("log4j2.xml"), &broker_log4j2(&dir.join("broker.log")))?;
+        format_storage(dist, &options.name, &dir)?;
+        let cluster = KafkaCluster {
+            options,
+            dir,
+            port,
+            broker: Mutex::new(None),
+            _janitor: janitor,
+        };
+        cluster.start_broker()?;
+        Ok(cluster)
+    }
+
+    /// The cluster's name.
+    pub fn name(&self) -> &str {
+        &self.options.name
+    }
+
+    /// `bootstrap.servers` for clients of this cluster.
+    pub fn bootstrap_servers(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The broker's log file (`server.log` equivalent).
+    pub fn log_file(&self) -> PathBuf {
+        self.dir.join("broker.log")
+    }
+
+    /// Starts the broker JVM (again, after [`stop_broker`](Self::stop_broker) or
+    /// [`kill_broker`](Self::kill_broker)) on the same port and data, and waits until it answers.
+    pub fn start_broker(&self) -> Result<()> {
+        let dist = KafkaDist::get()?;
+        let mut slot = self.broker.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if slot.is_some() {
+            return Ok(());
+        }
+        let mut command = dist.jvm(&self.options.heap, &self.dir.join("log4j2.xml"), &[], "kafka.Kafka");
+        command.arg(self.dir.join("server.properties"));
+        let process = Guarded::spawn(&command, &self.dir.join("stdout.log"))?;
+        let started = self.wait_until_ready(&process);
+        match started {
+            Ok(()) => {
+                *slot = Some(process);
+                Ok(())
+            }
+            Err(reason) => Err(Error::Start {
+                cluster: self.options.name.clone(),
+                reason,
+                log: self.log_file(),
+                log_tail: tail(&self.log_file(), 30) + &tail(&self.dir.join("stdout.log"), 10),
+            }),
+        }
+    }
+
+    /// Stops the broker cleanly (SIGTERM, controlled shutdown), keeping its data.
+    pub fn stop_broker(&self) {
+        if let Some(process) = self
+            .broker
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+        {
+            process.terminate(Duration::from_secs(30));
+        }
+    }
+
+    /// Kills the broker at once (SIGKILL, as in a crash), keeping its data.
+    pub fn kill_broker(&self) {
+        self.broker
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+    }
+
+    fn wait_until_ready(&self, process: &Guarded) -> std::result::Result<(), String> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if !process.is_running() {
+                return Err("the JVM exited".into());
+            }
+            if api_versions_ok(self.port) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("no answer on port {} within {:?}", self.port, START_TIMEOUT));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for KafkaCluster {
+    fn drop(&mut self) {
+        self.kill_broker();
+    }
+}
+
+fn server_properties(options: &ClusterOptions, dir: &Path, port: u16, controller_port: u16) -> String {
+    let mut properties = vec![
+        ("process.roles".to_string(), "broker,controller".to_string()),
+        ("node.id".into(), "1".into()),
+        (
+            "controller.quorum.voters".into(),
+            format!("1@127.0.0.1:{controller_port}"),
+        ),
+        (
+            "listeners".into(),
+            format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"),
+        ),
+        ("advertised.listeners".into(), format!("PLAINTEXT://127.0.0.1:{port}")),
+        ("controller.listener.names".into(), "CONTROLLER".into()),
+        ("inter.broker.listener.name".into(), "PLAINTEXT".into()),
+        (
+            "listener.security.protocol.map".into(),
+            "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".into(),
+        ),
+        ("log.dirs".into(), dir.join("data").display().to_string()),
+        ("num.partitions".into(), "1".into()),
+        ("offsets.topic.replication.factor".into(), "1".into()),
+        ("offsets.topic.num.partitions".into(), "5".into()),
+        ("transaction.state.log.replication.factor".into(), "1".into()),
+        ("transaction.state.log.min.isr".into(), "1".into()),
+        ("transaction.state.log.num.partitions".into(), "5".into()),
+        ("share.coordinator.state.topic.replication.factor".into(), "1".into()),
+        ("share.coordinator.state.topic.min.isr".into(), "1".into()),
+        ("group.initial.rebalance.delay.ms".into(), "0".into()),
+        ("log.flush.interval.messages".into(), "9223372036854775807".into()),
+    ];
+    properties.extend(options.properties.iter().cloned());
+    properties.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+}
+
+fn broker_log4j2(log: &Path) -> String {
+    format!(
+        r#"<Configuration status="WARN">
+  <Appenders><File name="F" fileName="{}"><PatternLayout pattern="[%d] %p %m (%c)%n"/></File></Appenders>
+  <Loggers>
+    <Root level="INFO"><AppenderRef ref="F"/></Root>
+    <Logger name="kafka.request.logger" level="WARN"/>
+  </Loggers>
+</Configuration>
+"#,
+        log.display()
+    )
+}
+
+fn format_storage(dist: &KafkaDist, cluster: &str, dir: &Path) -> Result<()> {
+    let cluster_id = base64url(uuid::Uuid::new_v4().as_bytes());
+    let output = dist
+        .java("kafka.tools.StorageTool")
+        .args(["format", "-t", &cluster_id, "-c"])
+        .arg(dir.join("server.properties"))
+        .output()
+        .map_err(|source| Error::Spawn {
+            program: "java".into(),
+            source,
+        })?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(Error::Format {
+            cluster: cluster.into(),
+            output: String::from_utf8_lossy(&[output.stdout, output.stderr].concat()).into(),
+        })
+    }
+}
+
+/// Kafka cluster ids are 16 random bytes in URL-safe base64 without padding.
+fn base64url(bytes: &[u8; 16]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut bits = 0u32;
+    let mut nbits = 0;
+    let mut out = String::new();
+    for &byte in bytes {
+        bits = (bits << 8) | u32::from(byte);
+        nbits += 8;
+        while nbits >= 6 {
+            nbits -= 6;
+            out.push(ALPHABET[((bits >> nbits) & 63) as usize] as char);
+        }
+    }
+    if nbits > 0 {
+        out.push(ALPHABET[((bits << (6 - nbits)) & 63) as usize] as char);
+    }
+    out
+}
+
+fn free_port() -> Result<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|source| Error::Io {
+        what: "binding a free port on",
+        path: "127.0.0.1".into(),
+        source,
+    })?;
+    Ok(listener.local_addr().expect("a bound listener has an address").port())
+}
+
+/// Sends ApiVersions v0 and checks that the broker answers it without an error.
+fn api_versions_ok(port: u16) -> bool {
+    let attempt = || -> std::io::Result<bool> {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+        // size, api_key 18, api_version 0, correlation_id 1, client_id null.
+        stream.write_all(&[0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff, 0xff])?;
+        let mut head = [0u8; 10];
+        stream.read_exact(&mut head)?;
+        Ok(head[4..8] == [0, 0, 0, 1] && head[8..10] == [0, 0])
+    };
+    attempt().unwrap_or(false)
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_ids_are_22_characters_of_url_safe_base64() {
+        assert_eq!(base64url(&[0; 16]), "AAAAAAAAAAAAAAAAAAAAAA");
+        assert_eq!(base64url(&[0xff; 16]), "_____________________w");
+    }
+}

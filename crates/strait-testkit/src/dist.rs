@@ -1,0 +1,173 @@
+//! The Kafka jars, fetched once with Maven into a cache folder.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use crate::{Error, Result};
+
+/// The Maven project that pins the Kafka version (the one place it is pinned).
+const POM: &str = include_str!("../../../kafka/pom.xml");
+
+/// log4j2 configuration for command-line tools: warnings and errors to stderr only.
+const TOOLS_LOG4J2: &str = r#"<Configuration status="WARN">
+  <Appenders><Console name="E" target="SYSTEM_ERR"><PatternLayout pattern="%p %m (%c)%n"/></Console></Appenders>
+  <Loggers><Root level="WARN"><AppenderRef ref="E"/></Root></Loggers>
+</Configuration>
+"#;
+
+/// The Kafka version pinned in `kafka/pom.xml`.
+pub fn kafka_version() -> &'static str {
+    let start = POM.find("<kafka.version>").expect("kafka/pom.xml pins <kafka.version>") + 15;
+    let end = start + POM[start..].find('<').expect("<kafka.version> is closed");
+    &POM[start..end]
+}
+
+/// A local copy of the Kafka jars (broker, tools, MirrorMaker 2, a log4j2 binding).
+#[derive(Debug)]
+pub struct KafkaDist {
+    home: PathBuf,
+}
+
+impl KafkaDist {
+    /// The shared copy, fetched with `mvn` into the cache on first use.
+    ///
+    /// The cache folder is `$STRAIT_CACHE_DIR`, else `$XDG_CACHE_HOME/strait`, else
+    /// `~/.cache/strait`; inside it, one folder per content of `kafka/pom.xml`.
+    pub fn get() -> Result<&'static KafkaDist> {
+        static DIST: Mutex<Option<&'static KafkaDist>> = Mutex::new(None);
+        let mut slot = DIST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(dist) = *slot {
+            return Ok(dist);
+        }
+        let dist: &'static KafkaDist = Box::leak(Box::new(Self::fetch(&cache_root())?));
+        *slot = Some(dist);
+        Ok(dist)
+    }
+
+    /// Fetches the jars into `root` unless a complete copy is already there.
+    fn fetch(root: &Path) -> Result<KafkaDist> {
+        let home = root.join(format!("kafka-{}-{:016x}", kafka_version(), fnv1a(POM)));
+        let dist = KafkaDist { home };
+        if dist.libs().join(".complete").exists() {
+            return Ok(dist);
+        }
+        // Fetch into a private folder and rename it into place, so that concurrent processes
+        // never see a half-filled folder.
+        let staging = dist.home.join(format!("staging-{}", std::process::id()));
+        create_dir(&staging)?;
+        write(&staging.join("pom.xml"), POM)?;
+        let libs = staging.join("libs");
+        let output = Command::new("mvn")
+            .args(["-B", "-q", "-f"])
+            .arg(staging.join("pom.xml"))
+            .arg("dependency:copy-dependencies")
+            .arg(format!("-DoutputDirectory={}", libs.display()))
+            .arg("-DincludeScope=runtime")
+            .output()
+            .map_err(|source| Error::Spawn {
+                program: "mvn".into(),
+                source,
+            })?;
+        if !output.status.success() {
+            return Err(Error::Fetch {
+                version: kafka_version().into(),
+                status: output.status.to_string(),
+                output: String::from_utf8_lossy(&[output.stdout, output.stderr].concat()).into(),
+            });
+        }
+        write(&libs.join(".complete"), "")?;
+        write(&staging.join("log4j2-tools.xml"), TOOLS_LOG4J2)?;
+        for name in ["libs", "log4j2-tools.xml"] {
+            // Losing the race to another process is fine: its copy is complete too.
+            let _ = std::fs::rename(staging.join(name), dist.home.join(name));
+        }
+        let _ = std::fs::remove_dir_all(&staging);
+        Ok(dist)
+    }
+
+    /// The folder holding every jar.
+    pub fn libs(&self) -> PathBuf {
+        self.home.join("libs")
+    }
+
+    /// A `java` command with the Kafka class path, a small heap and quiet logging, ready to run
+    /// `main_class` (for example `org.apache.kafka.tools.ProducerPerformance`).
+    pub fn java(&self, main_class: &str) -> Command {
+        // Tools are short-lived: start fast rather than optimise hard.
+        self.jvm(
+            "512m",
+            &self.home.join("log4j2-tools.xml"),
+            &["-XX:TieredStopAtLevel=1"],
+            main_class,
+        )
+    }
+
+    /// A `java` command with the given heap, log4j2 configuration and extra JVM options; the
+    /// caller adds `main_class`'s arguments.
+    pub(crate) fn jvm(&self, heap: &str, log4j2: &Path, options: &[&str], main_class: &str) -> Command {
+        let mut command = Command::new("java");
+        command
+            .arg(format!("-Xms{heap}"))
+            .arg(format!("-Xmx{heap}"))
+            .arg("-XX:+UseSerialGC")
+            .arg(format!("-Dlog4j2.configurationFile={}", log4j2.display()))
+            .args(options)
+            .arg("-cp")
+            .arg(self.classpath())
+            .arg(main_class);
+        command
+    }
+
+    /// The Java class path covering every jar.
+    pub fn classpath(&self) -> String {
+        format!("{}/*", self.libs().display())
+    }
+}
+
+fn cache_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("STRAIT_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("strait");
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    home.join(".cache").join("strait")
+}
+
+/// A stable hash of the pom, so that a changed pin gets a fresh cache folder.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+pub(crate) fn create_dir(path: &Path) -> Result<()> {
+    std::fs::create_dir_all(path).map_err(|source| Error::Io {
+        what: "creating folder",
+        path: path.into(),
+        source,
+    })
+}
+
+pub(crate) fn write(path: &Path, contents: &str) -> Result<()> {
+    std::fs::write(path, contents).map_err(|source| Error::Io {
+        what: "writing",
+        path: path.into(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_is_read_from_the_pom() {
+        let version = kafka_version();
+        assert!(version.starts_with("4."), "Kafka 4.x is pinned, got {version}");
+    }
+}

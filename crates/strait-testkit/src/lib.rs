@@ -1,0 +1,25 @@
+//! Real Apache Kafka on demand, for tests, the demo and the benchmarks.
+//!
+//! [`KafkaDist`] fetches the Kafka jars pinned in `kafka/pom.xml` from Maven Central into a
+//! cache folder, once. [`KafkaCluster`] starts a single-node KRaft cluster (one JVM acting as
+//! broker and controller) from those jars on free loopback ports in a temporary folder, waits
+//! until it answers, and stops it again.
+//!
+//! No JVM outlives the process that started it: every JVM runs under a small `bash` guard that
+//! kills it as soon as its standard input closes, which the kernel does when our process ends
+//! for any reason (normal exit, panic, Ctrl-C or SIGKILL). Data folders are removed the same way.
+//!
+//! The kit is synchronous (std only) so that one pair of clusters can be shared by tests that
+//! each run on their own async runtime.
+
+mod cluster;
+mod dist;
+mod error;
+mod guard;
+
+pub use cluster::{ClusterOptions, KafkaCluster};
+pub use dist::{kafka_version, KafkaDist};
+pub use error::Error;
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,4 @@
+//! Integration tests: one binary, one shared pair of real Kafka clusters (started on first
+//! use by the test kit and stopped when the binary exits), unique topic names per test.
+
+mod client;
