@@ -1,1 +1,92 @@
-//! mm2.properties parsing, replication policies and filters (being built).
+//! Reads an Apache Kafka MirrorMaker 2 `mm2.properties` file and answers every policy question
+//! the Strait mirror engine asks: which flows run, how each cluster's clients connect, which
+//! topics, groups and topic configs are copied, and how remote topics are named.
+//!
+//! The crate is pure: no async runtime and no I/O besides [`Mm2Config::from_path`].
+//!
+//! # Example
+//!
+//! ```
+//! use strait_config::{ClientRole, Mm2Config, SkipReason};
+//!
+//! let config = Mm2Config::parse(
+//!     "clusters = A, B\n\
+//!      A.bootstrap.servers = a1:9092\n\
+//!      B.bootstrap.servers = b1:9092\n\
+//!      A->B.enabled = true\n\
+//!      A->B.topics = orders.*\n\
+//!      A.consumer.isolation.level = read_committed\n\
+//!      tasks.max = 4\n",
+//! )?;
+//! let flow = config.flow("A", "B").expect("A->B is enabled");
+//! assert!(flow.enabled);
+//! assert_eq!(flow.remote_topic("orders.eu"), "A.orders.eu");
+//! assert!(flow.should_replicate_topic("orders.eu"));
+//! assert_eq!(flow.skip_reason("B.orders"), Some(SkipReason::Cycle));
+//! assert_eq!(flow.source.get(ClientRole::Consumer, "isolation.level"), Some("read_committed"));
+//! // B->A exists only to write heartbeats into A.
+//! assert!(!config.flow("B", "A").expect("heartbeats").enabled);
+//! assert_eq!(config.ignored()[0].key, "tasks.max");
+//! # Ok::<(), strait_config::ConfigError>(())
+//! ```
+//!
+//! # Layout
+//!
+//! * [`properties`]: a `java.util.Properties` reader (comments, separators, continuations,
+//!   escapes, last duplicate wins) that keeps line numbers.
+//! * [`Mm2Config`]: `clusters`, the three key scopes and MM2's inheritance rules; one
+//!   [`FlowConfig`] per pair MM2 would run (enabled, or heartbeats only); the keys that are
+//!   [ignored](IgnoredKey) and the warnings; `Display` and [`Mm2Config::to_json`] render the
+//!   effective configuration with the origin of every value.
+//! * [`ClusterClientConfig`]: client settings of one cluster per [`ClientRole`].
+//! * [`ReplicationPolicy`]: remote topic naming (Default and Identity policies).
+//! * [`TopicFilter`], [`GroupFilter`], [`ConfigPropertyFilter`]: MM2's default filters.
+//! * [`ConfigError`]: the crate's single error type; messages name the line and key.
+//!
+//! # Key scopes
+//!
+//! ```text
+//! key = value               top level: MM2 connector keys for every flow, connection fallbacks
+//! A.key = value             cluster A: bootstrap.servers, security.protocol, ssl.*, sasl.*,
+//!                           consumer.* / producer.* / admin.*
+//! A->B.key = value          flow A->B: enabled, connector keys (override top level), client keys
+//! ```
+//!
+//! Connector keys: flow level > top level > MM2 default. Client keys:
+//! `A.producer.k` > `A.k` > top-level `k` (see [`ClusterClientConfig`] for flow overrides).
+//! Known Connect worker and connector keys are accepted and listed by [`Mm2Config::ignored`];
+//! anything else is an error with a "did you mean" suggestion.
+//!
+//! # Deliberate differences from MM2
+//!
+//! * Custom Java classes (policy, filters, forwarding admin) are rejected; the Default and
+//!   Identity policies and the default filters are built in.
+//! * `${provider:path:key}` placeholders are not resolved (a warning is recorded).
+//! * A top-level `use.defaults.from` is honoured (MM2 3.x/4.0 drops it in dedicated mode).
+//! * Values MM2 would reject later (at connector or client start) are rejected up front:
+//!   booleans other than `true`/`false`, out-of-range numbers, unknown enum values, bad regexes,
+//!   bootstrap servers that are not `host:port`.
+//!
+//! # References
+//!
+//! `apache/kafka` `connect/mirror` and `connect/mirror-client`: `MirrorMakerConfig`,
+//! `MirrorConnectorConfig`, `MirrorSourceConfig`, `MirrorCheckpointConfig`,
+//! `MirrorHeartbeatConfig`, `DefaultReplicationPolicy`, `IdentityReplicationPolicy`,
+//! `Default{Topic,Group,ConfigProperty}Filter`, `MirrorSourceConnector.shouldReplicateTopic`.
+
+mod client;
+mod error;
+mod filter;
+mod flow;
+mod keys;
+mod mm2;
+mod policy;
+pub mod properties;
+mod render;
+
+pub use client::{AutoOffsetReset, ClientRole, ClusterClientConfig, IsolationLevel, Origin, SecurityProtocol, Setting};
+pub use error::{ConfigError, Result};
+pub use filter::{ConfigPropertyFilter, GroupFilter, TopicFilter, UseDefaultsFrom};
+pub use flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule, SkipReason};
+pub use mm2::{IgnoredKey, Mm2Config};
+pub use policy::{PolicyKind, ReplicationPolicy};

@@ -1,0 +1,628 @@
+//! What every `mm2.properties` key means: the typed MM2 connector keys with their defaults, the
+//! Kafka client connection keys, the Connect keys Strait ignores, and Java-compatible value
+//! parsing.
+
+use crate::error::{ConfigError, Result};
+use crate::filter::PatternList;
+use crate::properties::Property;
+
+/// How a connector key's value is parsed (Kafka `ConfigDef` types).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Kind {
+    /// `true`/`false`, case-insensitive, surrounding blanks ignored.
+    Bool,
+    /// Java `int`.
+    Int,
+    /// Java `short`.
+    Short,
+    /// Java `long`.
+    Long,
+    /// Comma list of Java regexes joined into one pattern.
+    RegexList,
+    /// The replication policy separator: any non-blank string, kept verbatim.
+    Separator,
+    /// One of a fixed set of strings, compared exactly after trimming.
+    Choice(&'static [&'static str]),
+    /// A Java class name; only the listed classes (full or simple name) are supported.
+    Class(&'static [&'static str]),
+}
+
+/// An MM2 connector key (`MirrorSourceConfig`, `MirrorCheckpointConfig`,
+/// `MirrorHeartbeatConfig`, `MirrorConnectorConfig`).
+#[derive(Debug)]
+pub(crate) struct KeyDef {
+    pub(crate) name: &'static str,
+    pub(crate) kind: Kind,
+    pub(crate) default: &'static str,
+}
+
+const fn key(name: &'static str, kind: Kind, default: &'static str) -> KeyDef {
+    KeyDef { name, kind, default }
+}
+
+const SOURCE_OR_TARGET: &[&str] = &["source", "target"];
+
+/// Default replication policy class name.
+pub(crate) const DEFAULT_POLICY_CLASS: &str = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy";
+/// Identity replication policy class name.
+pub(crate) const IDENTITY_POLICY_CLASS: &str = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy";
+
+/// Every MM2 connector key Strait reads, in the order `check-config` prints them.
+///
+/// `enabled` defaults to `false`: MM2's dedicated mode injects that default for every flow.
+pub(crate) const CONNECTOR_KEYS: &[KeyDef] = &[
+    key("enabled", Kind::Bool, "false"),
+    key("topics", Kind::RegexList, ".*"),
+    key(
+        "topics.exclude",
+        Kind::RegexList,
+        ".*[\\-\\.]internal, .*\\.replica, __.*",
+    ),
+    key("groups", Kind::RegexList, ".*"),
+    key(
+        "groups.exclude",
+        Kind::RegexList,
+        "console-consumer-.*, connect-.*, __.*",
+    ),
+    key(
+        "config.properties.exclude",
+        Kind::RegexList,
+        "follower\\.replication\\.throttled\\.replicas, \
+         leader\\.replication\\.throttled\\.replicas, \
+         message\\.timestamp\\.difference\\.max\\.ms, \
+         message\\.timestamp\\.type, \
+         unclean\\.leader\\.election\\.enable, \
+         min\\.insync\\.replicas",
+    ),
+    key("use.defaults.from", Kind::Choice(SOURCE_OR_TARGET), "target"),
+    key(
+        "replication.policy.class",
+        Kind::Class(&[DEFAULT_POLICY_CLASS, IDENTITY_POLICY_CLASS]),
+        DEFAULT_POLICY_CLASS,
+    ),
+    key("replication.policy.separator", Kind::Separator, "."),
+    key(
+        "replication.policy.internal.topic.separator.enabled",
+        Kind::Bool,
+        "true",
+    ),
+    key("refresh.topics.enabled", Kind::Bool, "true"),
+    key("refresh.topics.interval.seconds", Kind::Long, "600"),
+    key("sync.topic.configs.enabled", Kind::Bool, "true"),
+    key("sync.topic.configs.interval.seconds", Kind::Long, "600"),
+    key("sync.topic.acls.enabled", Kind::Bool, "true"),
+    key("sync.topic.acls.interval.seconds", Kind::Long, "600"),
+    key("replication.factor", Kind::Int, "2"),
+    key("offset-syncs.topic.replication.factor", Kind::Short, "3"),
+    key("offset-syncs.topic.location", Kind::Choice(SOURCE_OR_TARGET), "source"),
+    key("offset.lag.max", Kind::Long, "100"),
+    key("emit.offset-syncs.enabled", Kind::Bool, "true"),
+    key("heartbeats.replication.enabled", Kind::Bool, "true"),
+    key("emit.checkpoints.enabled", Kind::Bool, "true"),
+    key("emit.checkpoints.interval.seconds", Kind::Long, "60"),
+    key("sync.group.offsets.enabled", Kind::Bool, "false"),
+    key("sync.group.offsets.interval.seconds", Kind::Long, "60"),
+    key("refresh.groups.enabled", Kind::Bool, "true"),
+    key("refresh.groups.interval.seconds", Kind::Long, "600"),
+    key("checkpoints.topic.replication.factor", Kind::Short, "3"),
+    key("emit.heartbeats.enabled", Kind::Bool, "true"),
+    key("emit.heartbeats.interval.seconds", Kind::Long, "1"),
+    key("heartbeats.topic.replication.factor", Kind::Short, "3"),
+    key("admin.timeout.ms", Kind::Long, "60000"),
+    key("consumer.poll.timeout.ms", Kind::Long, "1000"),
+    key(
+        "topic.filter.class",
+        Kind::Class(&["org.apache.kafka.connect.mirror.DefaultTopicFilter"]),
+        "org.apache.kafka.connect.mirror.DefaultTopicFilter",
+    ),
+    key(
+        "group.filter.class",
+        Kind::Class(&["org.apache.kafka.connect.mirror.DefaultGroupFilter"]),
+        "org.apache.kafka.connect.mirror.DefaultGroupFilter",
+    ),
+    key(
+        "config.property.filter.class",
+        Kind::Class(&["org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter"]),
+        "org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",
+    ),
+    key(
+        "forwarding.admin.class",
+        Kind::Class(&["org.apache.kafka.clients.admin.ForwardingAdmin"]),
+        "org.apache.kafka.clients.admin.ForwardingAdmin",
+    ),
+];
+
+/// Deprecated exclude aliases accepted by MM2 2.8–3.9 (KIP-629), with their replacement.
+pub(crate) const DEPRECATED_KEYS: &[(&str, &str)] = &[
+    ("topics.blacklist", "topics.exclude"),
+    ("groups.blacklist", "groups.exclude"),
+    ("config.properties.blacklist", "config.properties.exclude"),
+];
+
+/// Looks up an MM2 connector key.
+pub(crate) fn connector_key(name: &str) -> Option<&'static KeyDef> {
+    CONNECTOR_KEYS.iter().find(|k| k.name == name)
+}
+
+/// The replacement of a deprecated alias.
+pub(crate) fn deprecated_key(name: &str) -> Option<&'static str> {
+    DEPRECATED_KEYS
+        .iter()
+        .find(|(old, _)| *old == name)
+        .map(|&(_, new)| new)
+}
+
+/// Client keys that set up the connection, inherited from `<alias>.k` and top-level `k` into every
+/// client role (MM2's `MirrorClientConfig.CLIENT_CONFIG_DEF`): `bootstrap.servers`,
+/// `security.protocol`, `ssl.*`, `sasl.*`.
+pub(crate) fn is_connection_key(name: &str) -> bool {
+    name == "bootstrap.servers"
+        || name == "security.protocol"
+        || name.strip_prefix("ssl.").is_some_and(|s| !s.is_empty())
+        || name.strip_prefix("sasl.").is_some_and(|s| !s.is_empty())
+}
+
+/// The `ssl.*` and `sasl.*` client keys Kafka defines (`SslConfigs`/`SaslConfigs`); other
+/// `ssl.*`/`sasl.*` keys are passed on with a warning.
+const KNOWN_SECURITY_KEYS: &[&str] = &[
+    "ssl.protocol",
+    "ssl.provider",
+    "ssl.cipher.suites",
+    "ssl.enabled.protocols",
+    "ssl.keystore.type",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.certificates",
+    "ssl.truststore.type",
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.keymanager.algorithm",
+    "ssl.trustmanager.algorithm",
+    "ssl.endpoint.identification.algorithm",
+    "ssl.secure.random.implementation",
+    "ssl.engine.factory.class",
+    "ssl.client.auth",
+    "sasl.kerberos.service.name",
+    "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.ticket.renew.window.factor",
+    "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.min.time.before.relogin",
+    "sasl.login.refresh.window.factor",
+    "sasl.login.refresh.window.jitter",
+    "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.buffer.seconds",
+    "sasl.mechanism",
+    "sasl.jaas.config",
+    "sasl.client.callback.handler.class",
+    "sasl.login.callback.handler.class",
+    "sasl.login.class",
+    "sasl.login.connect.timeout.ms",
+    "sasl.login.read.timeout.ms",
+    "sasl.login.retry.backoff.max.ms",
+    "sasl.login.retry.backoff.ms",
+    "sasl.oauthbearer.scope.claim.name",
+    "sasl.oauthbearer.sub.claim.name",
+    "sasl.oauthbearer.token.endpoint.url",
+    "sasl.oauthbearer.jwks.endpoint.url",
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+    "sasl.oauthbearer.clock.skew.seconds",
+    "sasl.oauthbearer.expected.audience",
+    "sasl.oauthbearer.expected.issuer",
+    "sasl.oauthbearer.header.urlencode",
+];
+
+/// For an `ssl.*`/`sasl.*` key Kafka does not define: the closest one it does.
+pub(crate) fn unknown_security_key(name: &str) -> Option<Option<&'static str>> {
+    let security = name.starts_with("ssl.") || name.starts_with("sasl.");
+    (security && !KNOWN_SECURITY_KEYS.contains(&name)).then(|| suggest(name, KNOWN_SECURITY_KEYS.iter().copied()))
+}
+
+/// Client settings whose values must never be printed.
+pub(crate) fn is_secret(name: &str) -> bool {
+    name.contains("password") || name == "sasl.jaas.config" || name == "ssl.keystore.key"
+}
+
+/// The three client roles a cluster setting can be prefixed with.
+pub(crate) const ROLE_PREFIXES: &[&str] = &["consumer.", "producer.", "admin."];
+
+/// Generic Kafka client keys that MM2 does not take from `<alias>.k` or top-level `k`.
+const CLIENT_GENERIC_KEYS: &[&str] = &[
+    "client.id",
+    "client.rack",
+    "client.dns.lookup",
+    "request.timeout.ms",
+    "default.api.timeout.ms",
+    "retry.backoff.ms",
+    "retry.backoff.max.ms",
+    "reconnect.backoff.ms",
+    "reconnect.backoff.max.ms",
+    "metadata.max.age.ms",
+    "metadata.recovery.strategy",
+    "connections.max.idle.ms",
+    "receive.buffer.bytes",
+    "send.buffer.bytes",
+    "socket.connection.setup.timeout.ms",
+    "socket.connection.setup.timeout.max.ms",
+    "security.providers",
+    "enable.metrics.push",
+    "group.id",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "rebalance.timeout.ms",
+];
+
+const WHY_CLIENT_GENERIC: &str = "MM2 passes only bootstrap.servers, security.protocol, ssl.* and sasl.* from cluster-level and top-level keys to its clients; use `<alias>.consumer.<key>`, `<alias>.producer.<key>` or `<alias>.admin.<key>`";
+const WHY_WORKER: &str = "a Connect worker setting; Strait runs no Connect worker";
+const WHY_CONNECTOR: &str = "a Connect connector setting that Strait does not need";
+const WHY_STORAGE: &str = "a Connect internal-topic setting; Strait keeps its progress itself";
+const WHY_REST: &str = "a Connect REST server setting; Strait has no REST API";
+const WHY_METRICS: &str = "a JMX/metrics-reporter setting; Strait exposes its own metrics";
+
+/// Keys (exact) that are accepted everywhere and ignored, with the reason.
+const IGNORED_KEYS: &[(&str, &str)] = &[
+    ("name", "connector names are fixed by Strait"),
+    ("connector.class", "connector classes are fixed by Strait"),
+    (
+        "source.cluster.alias",
+        "the aliases come from the flow name `<source>-><target>`",
+    ),
+    (
+        "target.cluster.alias",
+        "the aliases come from the flow name `<source>-><target>`",
+    ),
+    (
+        "tasks.max",
+        "Strait spreads partitions over its own workers, not Connect tasks",
+    ),
+    (
+        "tasks.max.enforce",
+        "Strait spreads partitions over its own workers, not Connect tasks",
+    ),
+    ("task.assigned.partitions", "internal to MM2 tasks"),
+    ("task.assigned.groups", "internal to MM2 tasks"),
+    ("task.index", "internal to MM2 tasks"),
+    ("task.shutdown.graceful.timeout.ms", WHY_WORKER),
+    ("key.converter", "records are copied as raw bytes"),
+    ("value.converter", "records are copied as raw bytes"),
+    ("header.converter", "records are copied as raw bytes"),
+    ("transforms", "Connect single message transforms are not supported"),
+    ("predicates", "Connect single message transforms are not supported"),
+    ("config.action.reload", WHY_CONNECTOR),
+    ("exactly.once.support", WHY_CONNECTOR),
+    ("transaction.boundary", WHY_CONNECTOR),
+    ("transaction.boundary.interval.ms", WHY_CONNECTOR),
+    ("offsets.storage.topic", WHY_STORAGE),
+    ("exactly.once.source.support", WHY_WORKER),
+    ("offset.flush.interval.ms", WHY_WORKER),
+    ("offset.flush.timeout.ms", WHY_WORKER),
+    ("scheduled.rebalance.max.delay.ms", WHY_WORKER),
+    ("connect.protocol", WHY_WORKER),
+    ("plugin.path", WHY_WORKER),
+    ("plugin.discovery", WHY_WORKER),
+    ("connector.client.config.override.policy", WHY_WORKER),
+    ("topic.tracking.enable", WHY_WORKER),
+    ("topic.tracking.allow.reset", WHY_WORKER),
+    ("topic.creation.enable", WHY_WORKER),
+    (
+        "config.providers",
+        "`${provider:path:key}` placeholders are not resolved by Strait",
+    ),
+    ("dedicated.mode.enable.internal.rest", WHY_REST),
+    ("listeners", WHY_REST),
+    ("admin.listeners", WHY_REST),
+    ("access.control.allow.origin", WHY_REST),
+    ("access.control.allow.methods", WHY_REST),
+    ("response.http.headers.config", WHY_REST),
+    ("metric.reporters", WHY_METRICS),
+    ("auto.include.jmx.reporter", WHY_METRICS),
+    ("add.source.alias.to.metrics", WHY_METRICS),
+    (
+        "use.incremental.alter.configs",
+        "Strait always syncs topic configs with IncrementalAlterConfigs (MM2 4.0 behaviour)",
+    ),
+];
+
+/// Key prefixes that are accepted everywhere and ignored, with the reason.
+const IGNORED_PREFIXES: &[(&str, &str)] = &[
+    ("offset.storage.", WHY_STORAGE),
+    ("config.storage.", WHY_STORAGE),
+    ("status.storage.", WHY_STORAGE),
+    ("key.converter.", "records are copied as raw bytes"),
+    ("value.converter.", "records are copied as raw bytes"),
+    ("header.converter.", "records are copied as raw bytes"),
+    ("transforms.", "Connect single message transforms are not supported"),
+    ("predicates.", "Connect single message transforms are not supported"),
+    ("errors.", WHY_CONNECTOR),
+    ("topic.creation.", WHY_CONNECTOR),
+    (
+        "producer.override.",
+        "Connect per-connector client overrides are not applied; use `<target>.producer.<key>` or `<source>-><target>.target.producer.<key>`",
+    ),
+    (
+        "consumer.override.",
+        "Connect per-connector client overrides are not applied; use `<source>.consumer.<key>` or `<source>-><target>.source.consumer.<key>`",
+    ),
+    (
+        "admin.override.",
+        "Connect per-connector client overrides are not applied; use `<alias>.admin.<key>`",
+    ),
+    ("config.providers.", "`${provider:path:key}` placeholders are not resolved by Strait"),
+    ("worker.", WHY_WORKER),
+    ("inter.worker.", WHY_WORKER),
+    ("rest.", WHY_REST),
+    ("listeners.", WHY_REST),
+    ("admin.listeners.", WHY_REST),
+    ("metrics.", WHY_METRICS),
+];
+
+/// Why a key that Strait accepts but does not use is ignored, if it is one.
+pub(crate) fn ignored_reason(name: &str) -> Option<&'static str> {
+    IGNORED_KEYS
+        .iter()
+        .find(|(k, _)| *k == name)
+        .or_else(|| IGNORED_PREFIXES.iter().find(|(p, _)| name.starts_with(p)))
+        .map(|&(_, why)| why)
+        .or_else(|| CLIENT_GENERIC_KEYS.contains(&name).then_some(WHY_CLIENT_GENERIC))
+}
+
+/// Every exact key name known in some scope, for "did you mean" suggestions.
+pub(crate) fn known_names() -> impl Iterator<Item = &'static str> {
+    CONNECTOR_KEYS
+        .iter()
+        .map(|k| k.name)
+        .chain(DEPRECATED_KEYS.iter().map(|&(old, _)| old))
+        .chain(IGNORED_KEYS.iter().map(|&(k, _)| k))
+        .chain(CLIENT_GENERIC_KEYS.iter().copied())
+        .chain(KNOWN_SECURITY_KEYS.iter().copied())
+        .chain(["clusters", "bootstrap.servers", "security.protocol"])
+}
+
+/// The closest candidate within a small edit distance.
+pub(crate) fn suggest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).clamp(1, 4);
+    candidates
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|&(d, _)| d <= limit)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// A raw value together with the key and line it came from, for error messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Raw<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) value: &'a str,
+    pub(crate) line: usize,
+}
+
+impl<'a> From<&'a Property> for Raw<'a> {
+    fn from(p: &'a Property) -> Self {
+        Raw {
+            key: &p.key,
+            value: &p.value,
+            line: p.line,
+        }
+    }
+}
+
+impl Raw<'_> {
+    pub(crate) fn invalid(&self, expected: impl Into<String>) -> ConfigError {
+        ConfigError::InvalidValue {
+            line: self.line,
+            key: self.key.to_owned(),
+            value: self.value.to_owned(),
+            expected: expected.into(),
+        }
+    }
+
+    /// Java `String.trim`: strips every char up to U+0020.
+    pub(crate) fn trimmed(&self) -> &str {
+        java_trim(self.value)
+    }
+
+    pub(crate) fn bool(&self) -> Result<bool> {
+        match self.trimmed() {
+            t if t.eq_ignore_ascii_case("true") => Ok(true),
+            t if t.eq_ignore_ascii_case("false") => Ok(false),
+            _ => Err(self.invalid("`true` or `false`")),
+        }
+    }
+
+    pub(crate) fn number<T: std::str::FromStr>(&self, what: &str) -> Result<T> {
+        self.trimmed().parse().map_err(|_| self.invalid(what))
+    }
+
+    /// Index of the value in `choices` (exact match after trimming).
+    pub(crate) fn choice(&self, choices: &[&str]) -> Result<usize> {
+        let t = self.trimmed();
+        choices
+            .iter()
+            .position(|c| *c == t)
+            .ok_or_else(|| self.invalid(one_of(choices)))
+    }
+
+    /// Index of the class in `classes`, by fully-qualified or simple name.
+    pub(crate) fn class(&self, classes: &[&str]) -> Result<usize> {
+        let t = self.trimmed();
+        classes
+            .iter()
+            .position(|c| *c == t || c.rsplit('.').next() == Some(t))
+            .ok_or_else(|| self.invalid(format!("{} (custom Java classes are not supported)", one_of(classes))))
+    }
+
+    pub(crate) fn patterns(&self) -> Result<PatternList> {
+        PatternList::parse(self.value).map_err(|(pattern, reason)| ConfigError::InvalidRegex {
+            line: self.line,
+            key: self.key.to_owned(),
+            pattern,
+            reason,
+        })
+    }
+
+    /// Validates a value against a connector key's kind.
+    pub(crate) fn check(&self, kind: Kind) -> Result<()> {
+        match kind {
+            Kind::Bool => self.bool().map(drop),
+            Kind::Int => self.number::<i32>("an integer (Java int)").map(drop),
+            Kind::Short => self
+                .number::<i16>("an integer from -32768 to 32767 (Java short)")
+                .map(drop),
+            Kind::Long => self.number::<i64>("an integer (Java long)").map(drop),
+            Kind::RegexList => self.patterns().map(drop),
+            Kind::Separator if self.trimmed().is_empty() => {
+                Err(self.invalid("a non-blank separator such as `.` or `_`"))
+            }
+            Kind::Separator => Ok(()),
+            Kind::Choice(choices) => self.choice(choices).map(drop),
+            Kind::Class(classes) => self.class(classes).map(drop),
+        }
+    }
+}
+
+/// "`a`, `b` or `c`".
+pub(crate) fn one_of(choices: &[&str]) -> String {
+    let quoted: Vec<String> = choices.iter().map(|c| format!("`{c}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.concat(),
+    }
+}
+
+/// Java `String.trim`.
+pub(crate) fn java_trim(s: &str) -> &str {
+    s.trim_matches(|c| c <= ' ')
+}
+
+/// A Kafka `ConfigDef` LIST: trimmed, empty → no entries, else split on `\s*,\s*` keeping empty
+/// entries (Java `split` with limit -1).
+pub(crate) fn java_list(value: &str) -> Vec<&str> {
+    let trimmed = java_trim(value);
+    if trimmed.is_empty() {
+        return Vec::new();
+    }
+    trimmed
+        .split(',')
+        .map(|s| s.trim_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(value: &str) -> Raw<'_> {
+        Raw {
+            key: "k",
+            value,
+            line: 7,
+        }
+    }
+
+    #[test]
+    fn java_list_semantics() {
+        assert_eq!(java_list(" a , b,c\t"), vec!["a", "b", "c"]);
+        assert_eq!(java_list("   "), Vec::<&str>::new());
+        assert_eq!(java_list("a,,b,"), vec!["a", "", "b", ""]);
+        assert_eq!(java_list("a{1,3}"), vec!["a{1", "3}"]);
+    }
+
+    #[test]
+    fn booleans_follow_config_def() {
+        assert!(raw(" TRUE ").bool().unwrap());
+        assert!(!raw("False").bool().unwrap());
+        assert_eq!(
+            raw("yes").bool().unwrap_err().to_string(),
+            "line 7: invalid value `yes` for `k`: expected `true` or `false`"
+        );
+    }
+
+    #[test]
+    fn numbers_and_ranges() {
+        assert_eq!(raw(" 42 ").number::<i32>("int").unwrap(), 42);
+        assert_eq!(raw("+3").number::<i16>("short").unwrap(), 3);
+        assert!(raw("40000").check(Kind::Short).is_err());
+        assert!(raw("3000000000").check(Kind::Int).is_err());
+        assert!(raw("3000000000").check(Kind::Long).is_ok());
+        assert_eq!(
+            raw("ten").check(Kind::Long).unwrap_err().to_string(),
+            "line 7: invalid value `ten` for `k`: expected an integer (Java long)"
+        );
+    }
+
+    #[test]
+    fn choices_and_classes() {
+        assert_eq!(raw("target").choice(SOURCE_OR_TARGET).unwrap(), 1);
+        assert_eq!(
+            raw("Source").choice(SOURCE_OR_TARGET).unwrap_err().to_string(),
+            "line 7: invalid value `Source` for `k`: expected `source` or `target`"
+        );
+        let classes = &[DEFAULT_POLICY_CLASS, IDENTITY_POLICY_CLASS];
+        assert_eq!(raw(IDENTITY_POLICY_CLASS).class(classes).unwrap(), 1);
+        assert_eq!(raw("DefaultReplicationPolicy").class(classes).unwrap(), 0);
+        assert_eq!(
+            raw("com.acme.MyPolicy").class(classes).unwrap_err().to_string(),
+            "line 7: invalid value `com.acme.MyPolicy` for `k`: expected \
+             `org.apache.kafka.connect.mirror.DefaultReplicationPolicy` or \
+             `org.apache.kafka.connect.mirror.IdentityReplicationPolicy` \
+             (custom Java classes are not supported)"
+        );
+    }
+
+    #[test]
+    fn separator_must_not_be_blank() {
+        assert!(raw("__").check(Kind::Separator).is_ok());
+        assert!(raw(" ").check(Kind::Separator).is_err());
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        for def in CONNECTOR_KEYS {
+            raw(def.default).check(def.kind).unwrap();
+        }
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest("topcs", known_names()), Some("topics"));
+        assert_eq!(suggest("bootstrap.server", known_names()), Some("bootstrap.servers"));
+        assert_eq!(suggest("completely.different", known_names()), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(
+            unknown_security_key("ssl.trustore.location"),
+            Some(Some("ssl.truststore.location"))
+        );
+        assert_eq!(unknown_security_key("ssl.truststore.location"), None);
+        assert_eq!(unknown_security_key("linger.ms"), None);
+    }
+
+    #[test]
+    fn ignored_keys() {
+        assert_eq!(
+            ignored_reason("tasks.max"),
+            Some("Strait spreads partitions over its own workers, not Connect tasks")
+        );
+        assert_eq!(ignored_reason("offset.storage.replication.factor"), Some(WHY_STORAGE));
+        assert_eq!(ignored_reason("client.id"), Some(WHY_CLIENT_GENERIC));
+        assert_eq!(ignored_reason("topics"), None);
+    }
+}

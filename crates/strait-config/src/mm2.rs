@@ -1,0 +1,698 @@
+//! The MM2 model: clusters, scopes, inheritance, and the flows built from them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use crate::client::{
+    parse_bootstrap_servers, AutoOffsetReset, ClientRole, ClusterClientConfig, IsolationLevel, Origin,
+    SecurityProtocol, Setting,
+};
+use crate::error::{ConfigError, Result};
+use crate::filter::{ConfigPropertyFilter, GroupFilter, PatternList, TopicFilter, UseDefaultsFrom};
+use crate::flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule};
+use crate::keys::{
+    connector_key, deprecated_key, ignored_reason, is_connection_key, is_secret, java_list, java_trim, known_names,
+    one_of, suggest, unknown_security_key, Kind, Raw, CONNECTOR_KEYS, DEFAULT_POLICY_CLASS, DEPRECATED_KEYS,
+    IDENTITY_POLICY_CLASS, ROLE_PREFIXES,
+};
+use crate::policy::{PolicyKind, ReplicationPolicy};
+use crate::properties::{Properties, Property};
+
+const WHY_TOP_ROLE: &str = "MM2 dedicated mode does not use top-level `consumer.*`, `producer.*` or `admin.*` keys; use `<alias>.consumer.<key>` (all flows of a cluster) or `<source>-><target>.consumer.<key>`";
+const WHY_FLOW_CONNECTION: &str = "MM2's clients do not read flow-level connection settings; use `<alias>.<key>` or `<source>-><target>.source.cluster.<key>`";
+const WHY_SIDE_CLUSTER: &str = "only bootstrap.servers, security.protocol, ssl.* and sasl.* are read from `source.cluster.*` and `target.cluster.*`";
+
+/// A key that is valid in `mm2.properties` but has no effect in Strait (or in MM2 itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredKey {
+    /// Line of the key.
+    pub line: usize,
+    /// The key as written.
+    pub key: String,
+    /// Why it has no effect.
+    pub reason: String,
+}
+
+impl fmt::Display for IgnoredKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: `{}` ignored: {}", self.line, self.key, self.reason)
+    }
+}
+
+/// A parsed and validated `mm2.properties`.
+#[derive(Debug, Clone)]
+pub struct Mm2Config {
+    pub(crate) clusters: Vec<String>,
+    pub(crate) cluster_configs: Vec<ClusterClientConfig>,
+    pub(crate) flows: Vec<FlowConfig>,
+    pub(crate) ignored: Vec<IgnoredKey>,
+    pub(crate) warnings: Vec<String>,
+}
+
+impl Mm2Config {
+    /// Parses `mm2.properties` text.
+    ///
+    /// # Errors
+    ///
+    /// Any [`ConfigError`] except `Io`: malformed escapes, a missing `clusters`, unknown keys or
+    /// aliases, malformed values, and clusters without bootstrap servers that a flow needs.
+    pub fn parse(text: &str) -> Result<Self> {
+        Self::from_properties(&Properties::parse(text)?)
+    }
+
+    /// Reads and parses a file. Like MM2, which loads the file as ISO-8859-1, bytes that are not
+    /// valid UTF-8 are read as ISO-8859-1.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Io`] if the file cannot be read, otherwise as [`Mm2Config::parse`].
+    pub fn from_path(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let text = String::from_utf8(bytes).unwrap_or_else(|e| e.into_bytes().iter().map(|&b| char::from(b)).collect());
+        Self::parse(&text)
+    }
+
+    /// Builds the model from parsed properties.
+    ///
+    /// # Errors
+    ///
+    /// As [`Mm2Config::parse`].
+    pub fn from_properties(props: &Properties) -> Result<Self> {
+        let clusters_prop = props.get("clusters").ok_or(ConfigError::MissingClusters)?;
+        let clusters = parse_clusters(clusters_prop)?;
+        let mut scopes = Scopes::new(&clusters);
+        for prop in props.iter().filter(|p| p.key != "clusters") {
+            scopes.classify(prop)?;
+        }
+
+        let mut flows = Vec::new();
+        for source in &clusters {
+            for target in clusters.iter().filter(|t| *t != source) {
+                if let Some(flow) = scopes.flow(source, target)? {
+                    check_bootstrap(&flow, clusters_prop.line)?;
+                    flows.push(flow);
+                }
+            }
+        }
+        if flows.is_empty() {
+            scopes.warnings.push(
+                "no flow runs: no `<source>-><target>.enabled = true` and heartbeats are disabled (MM2 refuses to start with this file)"
+                    .to_owned(),
+            );
+        }
+        let cluster_configs = clusters.iter().map(|a| scopes.client(a, None)).collect();
+        Ok(Mm2Config {
+            cluster_configs,
+            flows,
+            ignored: scopes.ignored,
+            warnings: scopes.warnings,
+            clusters,
+        })
+    }
+
+    /// The aliases of `clusters`, in file order, without duplicates.
+    pub fn clusters(&self) -> &[String] {
+        &self.clusters
+    }
+
+    /// Cluster-level client settings of `alias` (no flow overrides), as MM2's
+    /// `MirrorMakerConfig.clientConfig` builds them.
+    pub fn cluster(&self, alias: &str) -> Option<&ClusterClientConfig> {
+        self.cluster_configs.iter().find(|c| c.alias == alias)
+    }
+
+    /// Every flow MM2 would run a herder for: enabled flows and flows that only emit heartbeats,
+    /// ordered by source then target as listed in `clusters`.
+    pub fn flows(&self) -> &[FlowConfig] {
+        &self.flows
+    }
+
+    /// The flows that replicate (`<source>-><target>.enabled = true`).
+    pub fn enabled_flows(&self) -> impl Iterator<Item = &FlowConfig> {
+        self.flows.iter().filter(|f| f.enabled)
+    }
+
+    /// The flow `source->target`, if MM2 would run it.
+    pub fn flow(&self, source: &str, target: &str) -> Option<&FlowConfig> {
+        self.flows
+            .iter()
+            .find(|f| f.source.alias == source && f.target.alias == target)
+    }
+
+    /// Keys that are accepted but have no effect, with the reason, in file order.
+    pub fn ignored(&self) -> &[IgnoredKey] {
+        &self.ignored
+    }
+
+    /// Things worth logging: deprecated keys, unknown `ssl.*`/`sasl.*` keys, unresolved
+    /// `${…}` placeholders, and similar.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+}
+
+fn parse_clusters(prop: &Property) -> Result<Vec<String>> {
+    let invalid = |alias: &str, reason| ConfigError::InvalidAlias {
+        line: prop.line,
+        alias: alias.to_owned(),
+        reason,
+    };
+    let aliases = java_list(&prop.value);
+    if aliases.is_empty() {
+        return Err(Raw::from(prop).invalid("a comma-separated list of cluster aliases"));
+    }
+    let mut clusters: Vec<String> = Vec::new();
+    for alias in aliases {
+        if alias.is_empty() {
+            return Err(invalid(alias, "an alias must not be empty"));
+        }
+        if alias.contains("->") {
+            return Err(invalid(alias, "an alias must not contain `->`"));
+        }
+        if alias.contains(char::is_whitespace) {
+            return Err(invalid(alias, "an alias must not contain whitespace"));
+        }
+        if !clusters.iter().any(|c| c == alias) {
+            clusters.push(alias.to_owned());
+        }
+    }
+    Ok(clusters)
+}
+
+/// The cluster-level servers every role of the sides a flow uses must have.
+fn check_bootstrap(flow: &FlowConfig, line: usize) -> Result<()> {
+    let sides: &[&ClusterClientConfig] = if flow.enabled {
+        &[&flow.source, &flow.target]
+    } else {
+        &[&flow.target]
+    };
+    for side in sides {
+        if ClientRole::ALL
+            .iter()
+            .any(|&role| side.get(role, "bootstrap.servers").is_none())
+        {
+            return Err(ConfigError::MissingBootstrapServers {
+                line,
+                alias: side.alias.clone(),
+                flow: flow.name(),
+                heartbeats_only: !flow.enabled,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn file_setting(p: &Property) -> Setting {
+    Setting {
+        value: p.value.clone(),
+        origin: Origin::File {
+            line: p.line,
+            key: p.key.clone(),
+        },
+    }
+}
+
+/// A client value, trimmed as Kafka's `ConfigDef` does for every type except passwords.
+fn client_setting(key: &str, p: &Property) -> Setting {
+    let mut setting = file_setting(p);
+    if !is_secret(key) {
+        setting.value = java_trim(&setting.value).to_owned();
+    }
+    setting
+}
+
+fn split_role(key: &str) -> Option<(ClientRole, &str)> {
+    ClientRole::ALL
+        .into_iter()
+        .zip(ROLE_PREFIXES)
+        .find_map(|(role, prefix)| {
+            key.strip_prefix(prefix)
+                .filter(|rest| !rest.is_empty())
+                .map(|rest| (role, rest))
+        })
+}
+
+/// Keys by scope, after validation. Ignored keys are not kept.
+struct Scopes<'p> {
+    aliases: &'p [String],
+    top: BTreeMap<&'p str, &'p Property>,
+    clusters: BTreeMap<&'p str, BTreeMap<&'p str, &'p Property>>,
+    flows: BTreeMap<(&'p str, &'p str), BTreeMap<&'p str, &'p Property>>,
+    ignored: Vec<IgnoredKey>,
+    warnings: Vec<String>,
+}
+
+impl<'p> Scopes<'p> {
+    fn new(aliases: &'p [String]) -> Self {
+        Scopes {
+            aliases,
+            top: BTreeMap::new(),
+            clusters: BTreeMap::new(),
+            flows: BTreeMap::new(),
+            ignored: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn is_alias(&self, name: &str) -> bool {
+        self.aliases.iter().any(|a| a == name)
+    }
+
+    /// The longest alias `a` such that `key` starts with `a.`, and the rest.
+    fn split_alias<'k>(&self, key: &'k str) -> Option<(&'k str, &'k str)> {
+        self.aliases
+            .iter()
+            .filter(|a| key.len() > a.len() + 1 && key.starts_with(a.as_str()) && key[a.len()..].starts_with('.'))
+            .max_by_key(|a| a.len())
+            .map(|a| (&key[..a.len()], &key[a.len() + 1..]))
+    }
+
+    fn unknown_alias(&self, prop: &Property, alias: &str) -> ConfigError {
+        ConfigError::UnknownAlias {
+            line: prop.line,
+            key: prop.key.clone(),
+            alias: alias.to_owned(),
+            known: self.aliases.to_vec(),
+        }
+    }
+
+    fn unknown_key(prop: &Property, prefix: &str, name: &str) -> ConfigError {
+        ConfigError::UnknownKey {
+            line: prop.line,
+            key: prop.key.clone(),
+            suggestion: suggest(name, known_names()).map(|s| format!("{prefix}{s}")),
+        }
+    }
+
+    fn ignore(&mut self, prop: &Property, reason: impl Into<String>) {
+        self.ignored.push(IgnoredKey {
+            line: prop.line,
+            key: prop.key.clone(),
+            reason: reason.into(),
+        });
+    }
+
+    fn warn(&mut self, prop: &Property, message: impl fmt::Display) {
+        self.warnings
+            .push(format!("line {}: `{}` {message}", prop.line, prop.key));
+    }
+
+    /// Sorts one property into its scope, validating its value.
+    fn classify(&mut self, prop: &'p Property) -> Result<()> {
+        let key = prop.key.as_str();
+        if let Some(arrow) = key.find("->") {
+            return self.flow_key(prop, arrow);
+        }
+        let top_level = connector_key(key).is_some() || deprecated_key(key).is_some() || is_connection_key(key);
+        match self.split_alias(key) {
+            Some((alias, sub)) if !top_level => self.cluster_key(prop, alias, sub),
+            _ => self.top_key(prop),
+        }
+    }
+
+    fn top_key(&mut self, prop: &'p Property) -> Result<()> {
+        let key = prop.key.as_str();
+        if self.connector_value(prop, key)? || self.client_value(prop, None, key)? {
+            let _ = self.top.insert(key, prop);
+        } else if let Some(why) = ignored_reason(key) {
+            self.ignore(prop, why);
+        } else if split_role(key).is_some() {
+            self.ignore(prop, WHY_TOP_ROLE);
+        } else {
+            // `X.bootstrap.servers` or `X.consumer.k` with an `X` missing from `clusters`.
+            if let Some((alias, rest)) = key.split_once('.') {
+                if is_connection_key(rest) || split_role(rest).is_some() {
+                    return Err(self.unknown_alias(prop, alias));
+                }
+            }
+            return Err(Self::unknown_key(prop, "", key));
+        }
+        Ok(())
+    }
+
+    fn cluster_key(&mut self, prop: &'p Property, alias: &'p str, sub: &'p str) -> Result<()> {
+        if connector_key(sub).is_some() || deprecated_key(sub).is_some() || sub == "clusters" {
+            self.ignore(
+                prop,
+                format!("MM2 reads connector settings only at top level (`{sub}`) or per flow (`{alias}-><target>.{sub}`), not per cluster"),
+            );
+            return Ok(());
+        }
+        if let Some(why) = ignored_reason(sub) {
+            self.ignore(prop, why);
+            return Ok(());
+        }
+        let role = split_role(sub);
+        let client_key = role.map_or(sub, |(_, rest)| rest);
+        if self.client_value(prop, role.map(|(r, _)| r), client_key)? {
+            let _ = self.clusters.entry(alias).or_default().insert(sub, prop);
+            Ok(())
+        } else {
+            Err(Self::unknown_key(prop, &format!("{alias}."), sub))
+        }
+    }
+
+    fn flow_key(&mut self, prop: &'p Property, arrow: usize) -> Result<()> {
+        let key = prop.key.as_str();
+        let source = &key[..arrow];
+        let rest = &key[arrow + 2..];
+        if !self.is_alias(source) {
+            return Err(self.unknown_alias(prop, source));
+        }
+        let Some((target, sub)) = self.split_alias(rest) else {
+            let guess = rest.split('.').next().unwrap_or(rest);
+            return Err(if self.is_alias(guess) {
+                Self::unknown_key(prop, "", key)
+            } else {
+                self.unknown_alias(prop, guess)
+            });
+        };
+        if source == target {
+            return Err(ConfigError::SelfFlow {
+                line: prop.line,
+                key: prop.key.clone(),
+                alias: source.to_owned(),
+            });
+        }
+        let keep = if self.connector_value(prop, sub)? {
+            true
+        } else if let Some(why) = ignored_reason(sub) {
+            self.ignore(prop, why);
+            false
+        } else if let Some(side_key) = sub.strip_prefix("source.").or_else(|| sub.strip_prefix("target.")) {
+            if let Some(conn) = side_key.strip_prefix("cluster.") {
+                let keep = is_connection_key(conn) && self.client_value(prop, None, conn)?;
+                if !keep {
+                    self.ignore(prop, WHY_SIDE_CLUSTER);
+                }
+                keep
+            } else {
+                self.flow_role_value(prop, side_key)?
+            }
+        } else if is_connection_key(sub) {
+            self.ignore(prop, WHY_FLOW_CONNECTION);
+            false
+        } else {
+            self.flow_role_value(prop, sub)?
+        };
+        if keep {
+            let _ = self.flows.entry((source, target)).or_default().insert(sub, prop);
+        }
+        Ok(())
+    }
+
+    /// A flow-level `<role>.<key>` (possibly after `source.`/`target.`): kept, or unknown.
+    fn flow_role_value(&mut self, prop: &Property, key: &str) -> Result<bool> {
+        match split_role(key) {
+            Some((role, rest)) => self.client_value(prop, Some(role), rest),
+            None => {
+                let (prefix, name) = prop.key.split_at(prop.key.len() - key.len());
+                Err(Self::unknown_key(prop, prefix, name))
+            }
+        }
+    }
+
+    /// Validates an MM2 connector key (or deprecated alias); false if `name` is not one.
+    fn connector_value(&mut self, prop: &Property, name: &str) -> Result<bool> {
+        let raw = Raw::from(prop);
+        if let Some(def) = connector_key(name) {
+            raw.check(def.kind)?;
+            if matches!(def.kind, Kind::Separator) && java_trim(&prop.value) != prop.value {
+                self.warn(
+                    prop,
+                    "has surrounding whitespace, which MM2 keeps as part of the separator; so does Strait",
+                );
+            }
+        } else if let Some(new) = deprecated_key(name) {
+            raw.check(Kind::RegexList)?;
+            self.warn(
+                prop,
+                format_args!(
+                    "is deprecated since Kafka 2.8 and removed in 4.0; use `{new}` (when both are set, `{new}` wins)"
+                ),
+            );
+        } else {
+            return Ok(false);
+        }
+        self.warn_placeholder(prop);
+        Ok(true)
+    }
+
+    /// Validates a client setting of `role` (`None`: connection keys only); false if `name`
+    /// cannot be one.
+    fn client_value(&mut self, prop: &Property, role: Option<ClientRole>, name: &str) -> Result<bool> {
+        if role.is_none() && !is_connection_key(name) {
+            return Ok(false);
+        }
+        let raw = Raw::from(prop);
+        match name {
+            "security.protocol" if SecurityProtocol::parse(&prop.value).is_none() => {
+                return Err(raw.invalid(format!("{} (case-insensitive)", one_of(SecurityProtocol::NAMES))));
+            }
+            "bootstrap.servers" if parse_bootstrap_servers(&prop.value).is_none() => {
+                return Err(raw.invalid("a comma-separated list of `host:port`"));
+            }
+            "isolation.level" if role == Some(ClientRole::Consumer) => drop(parse_isolation_level(raw)?),
+            "auto.offset.reset" if role == Some(ClientRole::Consumer) => drop(parse_auto_offset_reset(raw)?),
+            _ => {}
+        }
+        if let Some(suggestion) = unknown_security_key(name) {
+            let hint = suggestion.map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
+            self.warn(
+                prop,
+                format_args!("is not a Kafka client setting{hint}; it is passed on unchanged"),
+            );
+        }
+        self.warn_placeholder(prop);
+        Ok(true)
+    }
+
+    fn warn_placeholder(&mut self, prop: &Property) {
+        if prop.value.contains("${") {
+            self.warn(
+                prop,
+                "contains a `${...}` placeholder; Strait does not resolve config providers, so the text is used as is",
+            );
+        }
+    }
+
+    /// A connector key of flow `source->target`: flow-level, else top-level, else the deprecated
+    /// alias (flow, then top), else MM2's default (`ConfigUtils.translateDeprecatedConfigs`).
+    fn connector_setting(&self, flow: &BTreeMap<&str, &Property>, name: &'static str, default: &str) -> Setting {
+        let lookup = |key: &str| flow.get(key).or_else(|| self.top.get(key)).copied();
+        let alias = DEPRECATED_KEYS
+            .iter()
+            .find(|(_, new)| *new == name)
+            .map(|&(old, _)| old);
+        lookup(name)
+            .or_else(|| alias.and_then(lookup))
+            .map_or_else(|| Setting::default_value(default), file_setting)
+    }
+
+    /// The flow `source->target` if MM2 would run a herder for it.
+    fn flow(&self, source: &str, target: &str) -> Result<Option<FlowConfig>> {
+        let empty = BTreeMap::new();
+        let flow = self.flows.get(&(source, target)).unwrap_or(&empty);
+        let settings: Vec<(&'static str, Setting)> = CONNECTOR_KEYS
+            .iter()
+            .map(|d| (d.name, self.connector_setting(flow, d.name, d.default)))
+            .collect();
+        let eff = Effective(&settings);
+
+        // MirrorMakerConfig.clusterPairs: only the flow-level `enabled` creates a herder.
+        let explicitly_enabled = match flow.get("enabled") {
+            Some(p) => Raw::from(*p).bool()?,
+            None => false,
+        };
+        let emit_heartbeats = eff.schedule("emit.heartbeats")?;
+        if !explicitly_enabled && !emit_heartbeats.enabled {
+            return Ok(None);
+        }
+
+        let kind = match eff
+            .raw("replication.policy.class")
+            .class(&[DEFAULT_POLICY_CLASS, IDENTITY_POLICY_CLASS])?
+        {
+            0 => PolicyKind::Default,
+            _ => PolicyKind::Identity,
+        };
+        let policy = ReplicationPolicy::new(kind, eff.raw("replication.policy.separator").value)
+            .with_internal_topic_separator(eff.bool("replication.policy.internal.topic.separator.enabled")?)
+            .with_source_cluster_alias(source);
+        let use_defaults_from = match eff.raw("use.defaults.from").choice(&["source", "target"])? {
+            0 => UseDefaultsFrom::Source,
+            _ => UseDefaultsFrom::Target,
+        };
+        let offset_syncs_topic_location = match eff.raw("offset-syncs.topic.location").choice(&["source", "target"])? {
+            0 => OffsetSyncsTopicLocation::Source,
+            _ => OffsetSyncsTopicLocation::Target,
+        };
+        let source_client = self.client(source, Some((flow, "source")));
+        let consumer_raw = |key: &'static str| source_client.consumer().get(key).map(|s| setting_raw(key, s));
+        let source_isolation_level = consumer_raw("isolation.level")
+            .map(parse_isolation_level)
+            .transpose()?
+            .unwrap_or_default();
+        let source_auto_offset_reset = consumer_raw("auto.offset.reset")
+            .map(parse_auto_offset_reset)
+            .transpose()?
+            .unwrap_or_default();
+
+        Ok(Some(FlowConfig {
+            enabled: eff.bool("enabled")?,
+            topic_filter: TopicFilter::new(eff.patterns("topics")?, eff.patterns("topics.exclude")?),
+            group_filter: GroupFilter::new(eff.patterns("groups")?, eff.patterns("groups.exclude")?),
+            config_property_filter: ConfigPropertyFilter::new(
+                eff.patterns("config.properties.exclude")?,
+                use_defaults_from,
+            ),
+            policy,
+            refresh_topics: eff.schedule("refresh.topics")?,
+            sync_topic_configs: eff.schedule("sync.topic.configs")?,
+            sync_topic_acls: eff.schedule("sync.topic.acls")?,
+            refresh_groups: eff.schedule("refresh.groups")?,
+            emit_checkpoints: eff.schedule("emit.checkpoints")?,
+            sync_group_offsets: eff.schedule("sync.group.offsets")?,
+            emit_heartbeats,
+            replication_factor: eff.raw("replication.factor").number("an int")?,
+            offset_syncs_topic_replication_factor: eff
+                .raw("offset-syncs.topic.replication.factor")
+                .number("a short")?,
+            checkpoints_topic_replication_factor: eff.raw("checkpoints.topic.replication.factor").number("a short")?,
+            heartbeats_topic_replication_factor: eff.raw("heartbeats.topic.replication.factor").number("a short")?,
+            offset_syncs_topic_location,
+            offset_lag_max: eff.raw("offset.lag.max").number("a long")?,
+            emit_offset_syncs_enabled: eff.bool("emit.offset-syncs.enabled")?,
+            heartbeats_replication_enabled: eff.bool("heartbeats.replication.enabled")?,
+            admin_timeout_ms: eff.raw("admin.timeout.ms").number("a long")?,
+            consumer_poll_timeout_ms: eff.raw("consumer.poll.timeout.ms").number("a long")?,
+            source_isolation_level,
+            source_auto_offset_reset,
+            target: self.client(target, Some((flow, "target"))),
+            source: source_client,
+            settings,
+        }))
+    }
+
+    /// Client settings of `alias`, optionally as one side (`"source"`/`"target"`) of a flow.
+    fn client(&self, alias: &str, flow: Option<(&BTreeMap<&str, &Property>, &str)>) -> ClusterClientConfig {
+        let empty = BTreeMap::new();
+        let cluster = self.clusters.get(alias).unwrap_or(&empty);
+        let mut connection = BTreeMap::new();
+        for (key, prop) in self.top.iter().chain(cluster) {
+            if is_connection_key(key) {
+                let _ = connection.insert(key.to_string(), client_setting(key, prop));
+            }
+        }
+        let with_prefix = |scope: &BTreeMap<&str, &Property>, prefix: &str| -> Vec<(String, Setting)> {
+            scope
+                .iter()
+                .filter_map(|(key, prop)| {
+                    let rest = key.strip_prefix(prefix)?;
+                    // `consumer.poll.timeout.ms` and `admin.timeout.ms` are connector keys.
+                    (connector_key(key).is_none()).then(|| (rest.to_owned(), client_setting(rest, prop)))
+                })
+                .collect()
+        };
+        let roles = ClientRole::ALL.map(|role| {
+            let prefix = format!("{}.", role.as_str());
+            let mut cluster_view = connection.clone();
+            cluster_view.extend(with_prefix(cluster, &prefix));
+            let Some((flow, side)) = flow else {
+                return cluster_view;
+            };
+            let mut view = connection.clone();
+            view.extend(with_prefix(flow, &format!("{side}.cluster.")));
+            view.extend(with_prefix(flow, &prefix));
+            view.extend(cluster_view);
+            view.extend(with_prefix(flow, &format!("{side}.{prefix}")));
+            if role == ClientRole::Consumer {
+                // Forced by MirrorConnectorConfig for every MM2 consumer.
+                let _ = view.insert("enable.auto.commit".to_owned(), Setting::default_value("false"));
+                let _ = view
+                    .entry("auto.offset.reset".to_owned())
+                    .or_insert_with(|| Setting::default_value("earliest"));
+            }
+            view
+        });
+        ClusterClientConfig::new(alias, &connection, roles)
+    }
+}
+
+fn setting_raw<'a>(key: &'a str, setting: &'a Setting) -> Raw<'a> {
+    match &setting.origin {
+        Origin::File { line, key } => Raw {
+            key,
+            value: &setting.value,
+            line: *line,
+        },
+        Origin::Default => Raw {
+            key,
+            value: &setting.value,
+            line: 0,
+        },
+    }
+}
+
+fn parse_isolation_level(raw: Raw<'_>) -> Result<IsolationLevel> {
+    match raw.trimmed().to_ascii_lowercase().as_str() {
+        "read_uncommitted" => Ok(IsolationLevel::ReadUncommitted),
+        "read_committed" => Ok(IsolationLevel::ReadCommitted),
+        _ => Err(raw.invalid(one_of(IsolationLevel::NAMES))),
+    }
+}
+
+fn parse_auto_offset_reset(raw: Raw<'_>) -> Result<AutoOffsetReset> {
+    match raw.trimmed().to_ascii_lowercase().as_str() {
+        "earliest" => Ok(AutoOffsetReset::Earliest),
+        "latest" => Ok(AutoOffsetReset::Latest),
+        "none" => Ok(AutoOffsetReset::None),
+        _ => Err(raw.invalid(one_of(AutoOffsetReset::NAMES))),
+    }
+}
+
+/// Typed access to a flow's effective connector settings.
+struct Effective<'a>(&'a [(&'static str, Setting)]);
+
+impl<'a> Effective<'a> {
+    fn raw(&self, name: &'static str) -> Raw<'a> {
+        let (_, setting) = self
+            .0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .expect("every connector key has an effective setting");
+        setting_raw(name, setting)
+    }
+
+    fn bool(&self, name: &'static str) -> Result<bool> {
+        self.raw(name).bool()
+    }
+
+    fn patterns(&self, name: &'static str) -> Result<PatternList> {
+        self.raw(name).patterns()
+    }
+
+    /// `<job>.enabled` and `<job>.interval.seconds`.
+    fn schedule(&self, job: &'static str) -> Result<Schedule> {
+        let enabled = CONNECTOR_KEYS
+            .iter()
+            .find(|d| d.name.strip_prefix(job) == Some(".enabled"))
+            .expect("every schedule has an enabled key");
+        let interval = CONNECTOR_KEYS
+            .iter()
+            .find(|d| d.name.strip_prefix(job) == Some(".interval.seconds"))
+            .expect("every schedule has an interval key");
+        Ok(Schedule {
+            enabled: self.bool(enabled.name)?,
+            interval_seconds: self.raw(interval.name).number("a long")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

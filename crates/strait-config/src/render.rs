@@ -1,0 +1,127 @@
+//! The effective configuration as text (`Display`) and JSON, for `strait check-config`.
+//!
+//! Client settings are printed with MM2's connector-config names (`source.consumer.<key>`,
+//! `target.producer.<key>`, …). Passwords, `sasl.jaas.config` and `ssl.keystore.key` are
+//! replaced by `[hidden]`.
+
+use std::fmt;
+
+use serde_json::{json, Map, Value};
+
+use crate::client::{ClientRole, ClusterClientConfig, Origin, Setting};
+use crate::flow::FlowConfig;
+use crate::keys::is_secret;
+use crate::mm2::Mm2Config;
+
+const HIDDEN: &str = "[hidden]";
+
+fn shown<'a>(key: &str, setting: &'a Setting) -> &'a str {
+    if is_secret(key) {
+        HIDDEN
+    } else {
+        &setting.value
+    }
+}
+
+/// `(prefix + key, setting)` for every role view of one side of a flow.
+fn client_lines<'a>(
+    side: &'static str,
+    client: &'a ClusterClientConfig,
+) -> impl Iterator<Item = (String, &'a str, &'a Setting)> {
+    ClientRole::ALL.into_iter().flat_map(move |role| {
+        client
+            .role(role)
+            .iter()
+            .map(move |(key, setting)| (format!("{side}.{}.{key}", role.as_str()), key.as_str(), setting))
+    })
+}
+
+fn flow_status(flow: &FlowConfig) -> &'static str {
+    match (flow.enabled, flow.emit_heartbeats.enabled) {
+        (true, true) => "enabled, emits heartbeats",
+        (true, false) => "enabled, no heartbeats",
+        (false, _) => "disabled, only emits heartbeats into the target",
+    }
+}
+
+fn write_setting(f: &mut fmt::Formatter<'_>, name: &str, value: &str, origin: &Origin) -> fmt::Result {
+    writeln!(f, "  {name} = {value}  ({origin})")
+}
+
+impl fmt::Display for Mm2Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "clusters = {}", self.clusters.join(", "))?;
+        for flow in &self.flows {
+            writeln!(f, "\nflow {} ({})", flow.name(), flow_status(flow))?;
+            for (name, setting) in &flow.settings {
+                write_setting(f, name, &setting.value, &setting.origin)?;
+            }
+            let clients = client_lines("source", &flow.source).chain(client_lines("target", &flow.target));
+            for (name, key, setting) in clients {
+                write_setting(f, &name, shown(key, setting), &setting.origin)?;
+            }
+        }
+        if !self.ignored.is_empty() {
+            writeln!(f, "\nignored keys:")?;
+            for ignored in &self.ignored {
+                writeln!(f, "  {ignored}")?;
+            }
+        }
+        if !self.warnings.is_empty() {
+            writeln!(f, "\nwarnings:")?;
+            for warning in &self.warnings {
+                writeln!(f, "  {warning}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn origin_json(origin: &Origin) -> Value {
+    match origin {
+        Origin::Default => json!("default"),
+        Origin::File { line, key } => json!({ "line": line, "key": key }),
+    }
+}
+
+fn setting_json(value: &str, origin: &Origin) -> Value {
+    json!({ "value": value, "origin": origin_json(origin) })
+}
+
+fn flow_json(flow: &FlowConfig) -> Value {
+    let settings: Map<String, Value> = flow
+        .settings
+        .iter()
+        .map(|(name, s)| (name.to_string(), setting_json(&s.value, &s.origin)))
+        .collect();
+    let clients: Map<String, Value> = client_lines("source", &flow.source)
+        .chain(client_lines("target", &flow.target))
+        .map(|(name, key, s)| (name, setting_json(shown(key, s), &s.origin)))
+        .collect();
+    json!({
+        "name": flow.name(),
+        "source": flow.source.alias,
+        "target": flow.target.alias,
+        "enabled": flow.enabled,
+        "emit_heartbeats": flow.emit_heartbeats.enabled,
+        "settings": settings,
+        "clients": clients,
+    })
+}
+
+impl Mm2Config {
+    /// The effective configuration as JSON: `clusters`, `flows` (each with `settings` and
+    /// `clients`, every value with its `origin`), `ignored` and `warnings`. Secrets are hidden.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "clusters": self.clusters,
+            "flows": self.flows.iter().map(flow_json).collect::<Vec<_>>(),
+            "ignored": self.ignored.iter().map(|i| json!({
+                "line": i.line,
+                "key": i.key,
+                "reason": i.reason,
+            })).collect::<Vec<_>>(),
+            "warnings": self.warnings,
+        })
+    }
+}
