@@ -98,3 +98,166 @@ pub fn java_produce(bootstrap: &str, topic: &str, records: u64, record_size: u32
         ],
     );
 }
+
+/// The `strait` binary, built on first use with the cargo running the tests.
+pub fn strait_binary() -> &'static std::path::Path {
+    static BINARY: OnceLock<std::path::PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let output = std::process::Command::new(cargo)
+            .args(["build", "-p", "strait", "--bin", "strait", "--message-format=short"])
+            .output()
+            .expect("running cargo build");
+        assert!(
+            output.status.success(),
+            "building strait: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        target.join("debug/strait")
+    })
+}
+
+/// An `mm2.properties` for the flow `source->target` between the shared clusters, replicating
+/// topics matching `topics`, followed by `extra` lines.
+pub fn mm2_properties(topics: &str, extra: &str) -> String {
+    let clusters = clusters();
+    format!(
+        "clusters = source, target\n\
+         source.bootstrap.servers = {}\n\
+         target.bootstrap.servers = {}\n\
+         source->target.enabled = true\n\
+         source->target.topics = {topics}\n\
+         replication.factor = 1\n\
+         {extra}\n",
+        clusters.source.bootstrap_servers(),
+        clusters.target.bootstrap_servers()
+    )
+}
+
+/// Starts the flow `source->target` of `properties` in this process.
+pub fn start_mirror(properties: &str) -> strait_mirror::FlowHandle {
+    let config = strait_config::Mm2Config::parse(properties).expect("a valid mm2.properties");
+    strait_mirror::run_flow(
+        config
+            .flow("source", "target")
+            .expect("the source->target flow")
+            .clone(),
+    )
+}
+
+/// Waits (at most [`WAIT`]) until `condition` holds, checking every 200 ms.
+pub async fn wait_until<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !condition().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {WAIT:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The sum of the partitions' end offsets of `topic` (0 if it does not exist yet).
+pub async fn end_offsets(client: &KafkaClient, topic: &str) -> i64 {
+    let Ok(metadata) = client.metadata(Some(&[topic])).await else {
+        return 0;
+    };
+    let Some(t) = metadata.topics.get(topic).filter(|t| t.error == 0) else {
+        return 0;
+    };
+    let partitions: Vec<i32> = t.partitions.iter().map(|p| p.partition).collect();
+    match client
+        .list_offsets(topic, &partitions, strait_client::OffsetSpec::Latest)
+        .await
+    {
+        Ok(ends) => ends.values().sum(),
+        Err(_) => 0,
+    }
+}
+
+/// Every batch of one partition from the log start to its end, control batches included.
+pub async fn read_batches(client: &KafkaClient, topic: &str, partition: i32) -> Vec<strait_wire::RecordBatch> {
+    use strait_client::OffsetSpec;
+    let end = client
+        .list_offsets(topic, &[partition], OffsetSpec::Latest)
+        .await
+        .expect("end offset")[&partition];
+    let mut position = client
+        .list_offsets(topic, &[partition], OffsetSpec::Earliest)
+        .await
+        .expect("start")[&partition];
+    let mut batches = Vec::new();
+    while position < end {
+        let fetched = client
+            .fetch(topic, partition, position, 4 << 20, false)
+            .await
+            .expect("fetch");
+        for batch in strait_wire::RecordBatches::new(fetched.records) {
+            let batch = batch.expect("a valid batch");
+            batch.verify_crc().expect("a valid CRC");
+            position = batch.next_offset();
+            batches.push(batch);
+        }
+    }
+    batches
+}
+
+/// A record as a consumer sees it: key, value, headers and absolute timestamp.
+pub type ConsumedRecord = (
+    Option<bytes::Bytes>,
+    Option<bytes::Bytes>,
+    Vec<strait_wire::Header>,
+    i64,
+);
+
+/// The data records of one partition in order (control batches skipped).
+pub async fn read_records(client: &KafkaClient, topic: &str, partition: i32) -> Vec<ConsumedRecord> {
+    let mut records = Vec::new();
+    for batch in read_batches(client, topic, partition).await {
+        if batch.is_control() {
+            continue;
+        }
+        for r in strait_wire::decode_records(&batch).expect("decodable records") {
+            records.push((r.key, r.value, r.headers, batch.base_timestamp() + r.timestamp_delta));
+        }
+    }
+    records
+}
+
+/// Compiles `tests/java/<name>.java` against the Kafka jars (once per test run) and returns a
+/// command running it.
+pub fn java_program(name: &str) -> std::process::Command {
+    static CLASSES: OnceLock<std::path::PathBuf> = OnceLock::new();
+    let classes = CLASSES.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("strait-java-{}", std::process::id()));
+        let sources: Vec<_> = std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("java"))
+            .expect("tests/java")
+            .map(|e| e.expect("a file").path())
+            .collect();
+        KafkaDist::get()
+            .expect("Kafka jars")
+            .javac(&sources, &dir)
+            .expect("compiling tests/java");
+        dir
+    });
+    KafkaDist::get().expect("Kafka jars").java_program(classes, name)
+}
+
+/// Runs a command to completion, failing the test with its output if it fails.
+pub fn run_ok(mut command: std::process::Command) -> Output {
+    let output = command.output().expect("starting a process");
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}

@@ -2,3 +2,5 @@
 //! use by the test kit and stopped when the binary exits), unique topic names per test.
 
 mod client;
+
+mod mirror;

@@ -319,7 +319,10 @@ impl KafkaClient {
                 })
                 .collect(),
         );
-        let response = self.any_connection().await?.send(&request).await?;
+        let response = retrying(self.inner.config.connection.request_timeout, || async {
+            self.any_connection().await?.send(&request).await
+        })
+        .await?;
         for topic in &response.topics {
             if topic.error_code == 36 {
                 continue; // TOPIC_ALREADY_EXISTS
@@ -348,21 +351,40 @@ impl KafkaClient {
                     .with_partitions(vec![ListOffsetsPartition::default()
                         .with_partition_index(partition)
                         .with_timestamp(timestamp)])]);
-            let response = self.leader(topic, partition).await?.send(&request).await?;
-            for p in response.topics.iter().flat_map(|t| &t.partitions) {
-                Error::check(
-                    p.error_code,
-                    || format!("ListOffsets {topic}-{}", p.partition_index),
-                    None,
-                )?;
-                offsets.insert(p.partition_index, p.offset);
-            }
+            let offset = retrying(self.inner.config.connection.request_timeout, || async {
+                let context = || format!("ListOffsets {topic}-{partition}");
+                let response = self.leader(topic, partition).await?.send(&request).await?;
+                let p = response
+                    .topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .find(|p| p.partition_index == partition);
+                let p = p.ok_or_else(|| Error::check(3, context, None).unwrap_err())?;
+                Error::check(p.error_code, context, None)?;
+                Ok(p.offset)
+            })
+            .await?;
+            offsets.insert(partition, offset);
         }
         Ok(offsets)
     }
 
     /// Fetches from one partition's leader at `offset`, returning raw batches.
     pub async fn fetch(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_bytes: i32,
+        read_committed: bool,
+    ) -> Result<FetchedPartition> {
+        retrying(self.inner.config.connection.request_timeout, || {
+            self.fetch_once(topic, partition, offset, max_bytes, read_committed)
+        })
+        .await
+    }
+
+    async fn fetch_once(
         &self,
         topic: &str,
         partition: i32,
@@ -415,12 +437,17 @@ impl KafkaClient {
     /// Produces one record batch (in parts) to a partition with `acks=all` and returns the base
     /// offset the broker assigned.
     pub async fn produce(&self, topic: &str, partition: i32, batch: Vec<Bytes>) -> Result<i64> {
-        let connection = self.leader(topic, partition).await?;
         let timeout_ms = self.inner.config.connection.request_timeout.as_millis() as i32;
-        submit_produce(&connection, topic, partition, batch, timeout_ms)
-            .await?
-            .base_offset()
-            .await
+        // Retrying without an idempotent producer id can duplicate the batch: this is for
+        // Strait's own small records (progress, tests), not for mirrored data.
+        retrying(self.inner.config.connection.request_timeout, || async {
+            let connection = self.leader(topic, partition).await?;
+            submit_produce(&connection, topic, partition, batch.clone(), timeout_ms)
+                .await?
+                .base_offset()
+                .await
+        })
+        .await
     }
 
     /// Obtains an idempotent producer id (InitProducerId without a transactional id).
@@ -537,6 +564,28 @@ impl PendingProduce {
             message.as_deref(),
         )?;
         Ok(p.base_offset)
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails for good, or `deadline` passes; retriable errors
+/// (leader moves, a topic still being created, a dropped connection) are retried with backoff,
+/// as Kafka's admin client does.
+async fn retrying<T, F, Fut>(deadline: Duration, mut attempt: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let give_up = tokio::time::Instant::now() + deadline;
+    let mut delay = Duration::from_millis(50);
+    loop {
+        match attempt().await {
+            Err(error) if error.is_retriable() && tokio::time::Instant::now() + delay < give_up => {
+                tracing::debug!(%error, "retrying in {delay:?}");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(1));
+            }
+            result => return result,
+        }
     }
 }
 

@@ -119,6 +119,47 @@ impl KafkaDist {
         command
     }
 
+    /// Compiles Java `sources` against the Kafka jars into `classes`.
+    pub fn javac(&self, sources: &[PathBuf], classes: &Path) -> Result<()> {
+        create_dir(classes)?;
+        let output = Command::new("javac")
+            .arg("-cp")
+            .arg(self.classpath())
+            .arg("-d")
+            .arg(classes)
+            .args(sources)
+            .output()
+            .map_err(|source| Error::Spawn {
+                program: "javac".into(),
+                source,
+            })?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(Error::Spawn {
+                program: "javac".into(),
+                source: std::io::Error::other(String::from_utf8_lossy(&output.stderr).into_owned()),
+            })
+        }
+    }
+
+    /// A `java` command running `main_class` from `classes` (see [`javac`](Self::javac)) with the
+    /// Kafka jars on the class path.
+    pub fn java_program(&self, classes: &Path, main_class: &str) -> Command {
+        let mut command = Command::new("java");
+        command
+            .arg("-Xmx256m")
+            .arg("-XX:TieredStopAtLevel=1")
+            .arg(format!(
+                "-Dlog4j2.configurationFile={}",
+                self.home.join("log4j2-tools.xml").display()
+            ))
+            .arg("-cp")
+            .arg(format!("{}:{}", classes.display(), self.classpath()))
+            .arg(main_class);
+        command
+    }
+
     /// The Java class path covering every jar.
     pub fn classpath(&self) -> String {
         format!("{}/*", self.libs().display())

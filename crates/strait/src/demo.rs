@@ -88,11 +88,67 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         String::from_utf8_lossy(&output.stderr)
     );
     let ends = client.list_offsets(topic, &[0, 1, 2, 3], OffsetSpec::Latest).await?;
-    println!(
-        "  source `{topic}` now holds {} records in 4 partitions",
-        ends.values().sum::<i64>()
+    let total: i64 = ends.values().sum();
+    println!("  source `{topic}` now holds {total} records in 4 partitions");
+
+    let properties = format!(
+        "clusters = source, target\n\
+         source.bootstrap.servers = {}\n\
+         target.bootstrap.servers = {}\n\
+         source->target.enabled = true\n\
+         source->target.topics = orders\n\
+         replication.factor = 1\n",
+        source.bootstrap_servers(),
+        target.bootstrap_servers()
     );
-    println!("The mirror itself is not built yet, so the demo stops here; the clusters are stopped and removed.");
+    println!("Mirroring with this mm2.properties:\n\n{}", indent(&properties));
+    let config = strait_config::Mm2Config::parse(&properties)?;
+    let flow = config.flow("source", "target").context("the demo flow")?.clone();
+    let remote = flow.remote_topic(topic);
+    let started = Instant::now();
+    let handle = strait_mirror::run_flow(flow);
+    let target_client = KafkaClient::connect(ClientConfig::new(&target.bootstrap_servers())).await?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        if handle.is_finished() {
+            return Err(handle
+                .stop()
+                .await
+                .err()
+                .map_or_else(|| anyhow::anyhow!("the mirror stopped early"), Into::into));
+        }
+        let mirrored: i64 = match target_client
+            .list_offsets(&remote, &[0, 1, 2, 3], OffsetSpec::Latest)
+            .await
+        {
+            Ok(ends) => ends.values().sum(),
+            Err(_) => 0, // The remote topic is not created yet.
+        };
+        println!("  target `{remote}`: {mirrored}/{total} records");
+        if mirrored >= total {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the mirror did not catch up within 5 minutes"
+        );
+    }
+    let elapsed = started.elapsed();
+    let stats = handle.stats().clone();
+    handle.stop().await?;
+    println!(
+        "Mirrored {} records ({:.1} MB of record batches, forwarded without decompression) in {:.1?}.",
+        stats.records(),
+        stats.bytes() as f64 / 1e6,
+        elapsed
+    );
+    println!("Progress is stored in `mm2-offsets.source.internal` on the target, as MirrorMaker 2 stores it.");
+    println!("Stopping and removing both clusters.");
     drop((source, target));
     Ok(())
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|line| format!("    {line}\n")).collect()
 }

@@ -1,6 +1,7 @@
 //! `strait`: the command-line entry point.
 
 mod demo;
+mod run;
 
 use clap::{Parser, Subcommand};
 
@@ -15,6 +16,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Mirror topics as the enabled flows of an MM2 configuration say, until SIGINT/SIGTERM.
+    Run(run::RunArgs),
+    /// Parse an MM2 configuration and print the effective flows and settings.
+    CheckConfig(run::CheckConfigArgs),
     /// Start two local Kafka clusters (fetched with Maven), put data in the source and show the
     /// mirror at work; everything is stopped and removed at the end.
     Demo(demo::DemoArgs),
@@ -28,6 +33,8 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Runtime::new()?;
     match cli.command {
+        Command::Run(args) => runtime.block_on(run::run(args)),
+        Command::CheckConfig(args) => run::check_config(args),
         Command::Demo(args) => runtime.block_on(demo::run(args)),
     }
 }

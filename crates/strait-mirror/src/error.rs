@@ -1,0 +1,49 @@
+/// Why the mirror (or one of its partitions) stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MirrorError {
+    /// A request to a cluster failed in a way retrying does not fix.
+    #[error("{cluster} cluster: {error}")]
+    Client {
+        /// The cluster alias.
+        cluster: String,
+        /// The client error (it carries Kafka's error code by name).
+        error: strait_client::Error,
+    },
+    /// A fetched batch could not be parsed or forwarded.
+    #[error(
+        "{topic}-{partition} at offset {offset}: {error}; the partition is stopped so that nothing is skipped silently"
+    )]
+    Batch {
+        /// The source topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The fetch position.
+        offset: i64,
+        /// What was wrong with the batch.
+        error: strait_wire::WireError,
+    },
+    /// The target refused a batch for good (e.g. MESSAGE_TOO_LARGE, INVALID_RECORD).
+    #[error("{topic}-{partition}: the target refused the batch of source offsets {first}..={last}: {error}")]
+    Refused {
+        /// The source topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// First source offset of the batch.
+        first: i64,
+        /// Last source offset of the batch.
+        last: i64,
+        /// The target's error.
+        error: strait_client::Error,
+    },
+    /// The progress topic holds something we cannot read.
+    #[error("progress topic {topic}: {message}")]
+    Progress {
+        /// The topic.
+        topic: String,
+        /// What is wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,237 @@
+//! One flow `A->B`: topic discovery, remote topic creation, a pipeline per partition, and the
+//! periodic progress flush.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use strait_client::{ClientConfig, KafkaClient, NewTopic};
+use strait_config::{AutoOffsetReset, FlowConfig, IsolationLevel};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::partition::{mirror_partition, OffsetReset, PartitionContext, PartitionRoute};
+use crate::progress::ProgressStore;
+use crate::{MirrorError, Stats};
+
+/// How often acknowledged positions are written to the progress topic. Restarting repeats at
+/// most this much work (bounded duplicates, never gaps).
+const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+/// Replication factor of the progress topic (Connect's `offset.storage.replication.factor`),
+/// capped at the number of target brokers.
+const PROGRESS_REPLICATION_FACTOR: i16 = 3;
+
+/// A running flow.
+#[derive(Debug)]
+pub struct FlowHandle {
+    stats: Arc<Stats>,
+    shutdown: watch::Sender<bool>,
+    task: JoinHandle<Result<(), MirrorError>>,
+}
+
+impl FlowHandle {
+    /// Live counters.
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.stats
+    }
+
+    /// Whether the flow has ended (it only ends on its own with an error).
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Stops fetching, lets every batch in flight be acknowledged, stores the progress and
+    /// returns how the flow ended.
+    pub async fn stop(self) -> Result<(), MirrorError> {
+        let _ = self.shutdown.send(true);
+        self.task
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+    }
+}
+
+/// Starts mirroring `flow` on the current tokio runtime.
+pub fn run_flow(flow: FlowConfig) -> FlowHandle {
+    let stats = Arc::new(Stats::default());
+    let (shutdown, signal) = watch::channel(false);
+    let task = tokio::spawn(flow_loop(flow, stats.clone(), signal));
+    FlowHandle { stats, shutdown, task }
+}
+
+async fn connect(cluster: &strait_config::ClusterClientConfig) -> Result<KafkaClient, MirrorError> {
+    let mut config = ClientConfig::new(&cluster.bootstrap_servers.join(","));
+    config.connection.client_id = format!("strait-{}", cluster.alias);
+    KafkaClient::connect(config)
+        .await
+        .map_err(|source| MirrorError::Client {
+            cluster: cluster.alias.clone(),
+            error: source,
+        })
+}
+
+async fn flow_loop(
+    flow: FlowConfig,
+    stats: Arc<Stats>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), MirrorError> {
+    let name = flow.name();
+    let source = connect(&flow.source).await?;
+    let target = connect(&flow.target).await?;
+    let target_brokers = target
+        .metadata(Some(&[]))
+        .await
+        .map_err(|source| MirrorError::Client {
+            cluster: flow.target.alias.clone(),
+            error: source,
+        })?
+        .brokers
+        .len() as i16;
+    let progress = Arc::new(
+        ProgressStore::open(
+            &target,
+            &flow.source.alias,
+            PROGRESS_REPLICATION_FACTOR.min(target_brokers),
+        )
+        .await?,
+    );
+    let context = PartitionContext {
+        source: source.clone(),
+        target: target.clone(),
+        source_alias: flow.source.alias.clone(),
+        target_alias: flow.target.alias.clone(),
+        read_committed: flow.source_isolation_level == IsolationLevel::ReadCommitted,
+        reset: match flow.source_auto_offset_reset {
+            AutoOffsetReset::Latest => OffsetReset::Latest,
+            // `none` has no meaning for a mirror that starts with no position: MM2 forces earliest.
+            AutoOffsetReset::Earliest | AutoOffsetReset::None => OffsetReset::Earliest,
+        },
+        progress: progress.clone(),
+        stats: stats.clone(),
+        request_timeout_ms: 30_000,
+    };
+    tracing::info!(flow = %name, "flow started");
+    let mut partitions: HashMap<(String, i32), JoinHandle<Result<(), MirrorError>>> = HashMap::new();
+    // Partitions that stopped with an error stay stopped (and listed here) until a restart, so
+    // that nothing past the failing batch is mirrored out of order.
+    let mut stopped: HashMap<(String, i32), MirrorError> = HashMap::new();
+    let refresh = flow.refresh_topics.interval().unwrap_or(Duration::MAX);
+    let mut next_refresh = tokio::time::Instant::now();
+    let mut flush = tokio::time::interval(FLUSH_INTERVAL);
+    while !*shutdown.borrow() {
+        if tokio::time::Instant::now() >= next_refresh {
+            match discover(&flow, &source, &target, target_brokers).await {
+                Ok(routes) => {
+                    for route in routes {
+                        let key = (route.source_topic.clone(), route.partition);
+                        if !partitions.contains_key(&key) && !stopped.contains_key(&key) {
+                            let task = mirror_partition(context.clone(), route, shutdown.clone());
+                            partitions.insert(key, tokio::spawn(task));
+                        }
+                    }
+                }
+                Err(error) => {
+                    tracing::error!(flow = %name, %error, "topic discovery failed; retrying at the next refresh")
+                }
+            }
+            next_refresh = tokio::time::Instant::now() + refresh.min(Duration::from_secs(86_400 * 365));
+        }
+        let finished: Vec<_> = partitions
+            .iter()
+            .filter(|(_, task)| task.is_finished())
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in finished {
+            let task = partitions.remove(&key).expect("listed above");
+            let error = match task.await {
+                Ok(Ok(())) => continue,
+                Ok(Err(error)) => error,
+                Err(panic) => std::panic::resume_unwind(panic.into_panic()),
+            };
+            tracing::error!(flow = %name, topic = %key.0, partition = key.1, %error, "partition stopped; fix the cause and restart");
+            stopped.insert(key, error);
+        }
+        tokio::select! {
+            _ = flush.tick() => {
+                if let Err(error) = progress.flush().await {
+                    tracing::warn!(flow = %name, %error, "storing progress failed; retrying");
+                }
+            }
+            _ = tokio::time::sleep_until(next_refresh) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+    tracing::info!(flow = %name, "stopping: draining batches in flight");
+    let mut first_error = stopped.into_values().next();
+    for (_, task) in partitions {
+        match tokio::time::timeout(Duration::from_secs(60), task).await {
+            Ok(Ok(Err(error))) => {
+                first_error.get_or_insert(error);
+            }
+            Ok(Err(panic)) => std::panic::resume_unwind(panic.into_panic()),
+            Ok(Ok(Ok(()))) | Err(_) => {}
+        }
+    }
+    progress.flush().await?;
+    tracing::info!(flow = %name, records = stats.records(), bytes = stats.bytes(), "flow stopped");
+    first_error.map_or(Ok(()), Err)
+}
+
+/// The source partitions the flow replicates, after making sure each has its remote topic.
+async fn discover(
+    flow: &FlowConfig,
+    source: &KafkaClient,
+    target: &KafkaClient,
+    target_brokers: i16,
+) -> Result<Vec<PartitionRoute>, MirrorError> {
+    let source_metadata = source.metadata(None).await.map_err(|e| MirrorError::Client {
+        cluster: flow.source.alias.clone(),
+        error: e,
+    })?;
+    let target_metadata = target.metadata(None).await.map_err(|e| MirrorError::Client {
+        cluster: flow.target.alias.clone(),
+        error: e,
+    })?;
+    let replication_factor = if flow.replication_factor < 0 {
+        -1
+    } else {
+        (flow.replication_factor as i16).min(target_brokers)
+    };
+    let mut routes = Vec::new();
+    for (topic, metadata) in &source_metadata.topics {
+        if metadata.is_internal || metadata.error != 0 || !flow.should_replicate_topic(topic) {
+            continue;
+        }
+        let remote = flow.remote_topic(topic);
+        let partitions = metadata.partitions.len() as i32;
+        if !target_metadata.topics.contains_key(&remote) {
+            tracing::info!(flow = %flow.name(), topic, remote, partitions, replication_factor, "creating remote topic");
+            target
+                .create_topics(&[NewTopic {
+                    name: remote.clone(),
+                    partitions,
+                    replication_factor,
+                    configs: vec![],
+                }])
+                .await
+                .map_err(|e| MirrorError::Client {
+                    cluster: flow.target.alias.clone(),
+                    error: e,
+                })?;
+            target
+                .wait_for_leaders(&remote, Duration::from_secs(60))
+                .await
+                .map_err(|e| MirrorError::Client {
+                    cluster: flow.target.alias.clone(),
+                    error: e,
+                })?;
+        }
+        for partition in &metadata.partitions {
+            routes.push(PartitionRoute {
+                source_topic: topic.clone(),
+                target_topic: remote.clone(),
+                partition: partition.partition,
+            });
+        }
+    }
+    Ok(routes)
+}

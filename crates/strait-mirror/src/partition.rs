@@ -1,0 +1,506 @@
+//! One source partition's pipeline: fetch raw batches, drop what must not be forwarded, rewrite
+//! the producer fields, produce to the same partition of the remote topic with several requests
+//! in flight, and record progress only once the target acknowledged.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::FetchRequest;
+use strait_client::kafka_protocol;
+use strait_client::{
+    submit_produce, topic_name, BrokerConnection, Error, KafkaClient, OffsetSpec, PendingProduce, ProducerIdAndEpoch,
+};
+use strait_wire::{AbortedTransactionFilter, BatchVerdict, ProducerState, RecordBatch, RecordBatches};
+use tokio::sync::{mpsc, watch};
+
+use crate::progress::ProgressStore;
+use crate::{MirrorError, OffsetMapping, Stats};
+
+/// Batches a partition may have un-acknowledged on the target: Kafka's idempotent producer
+/// deduplicates retries within the last five batches.
+const MAX_IN_FLIGHT: usize = 5;
+/// Batches fetched ahead of the producer.
+const FETCH_AHEAD: usize = 64;
+/// Bytes fetched per partition per request: many source batches per round trip.
+const PARTITION_MAX_BYTES: i32 = 8 << 20;
+/// Longest pause between retries.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Where a partition starts when no progress is stored (`auto.offset.reset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetReset {
+    /// From the log start.
+    Earliest,
+    /// From the log end.
+    Latest,
+}
+
+/// Everything a partition pipeline needs.
+#[derive(Clone)]
+pub(crate) struct PartitionContext {
+    pub source: KafkaClient,
+    pub target: KafkaClient,
+    pub source_alias: String,
+    pub target_alias: String,
+    pub read_committed: bool,
+    pub reset: OffsetReset,
+    pub progress: Arc<ProgressStore>,
+    pub stats: Arc<Stats>,
+    pub request_timeout_ms: i32,
+}
+
+/// A topic partition being mirrored.
+#[derive(Debug, Clone)]
+pub(crate) struct PartitionRoute {
+    pub source_topic: String,
+    pub target_topic: String,
+    pub partition: i32,
+}
+
+/// What the fetch side hands to the produce side, in source order.
+enum Item {
+    /// A batch to forward.
+    Forward(RecordBatch),
+    /// Offsets up to `last` need no forwarding (control batches, aborted or empty batches).
+    Skip { last: i64 },
+}
+
+/// Mirrors one partition until `shutdown` turns true (then drains and returns `Ok`), or fails
+/// with an error that needs a person.
+pub(crate) async fn mirror_partition(
+    context: PartitionContext,
+    route: PartitionRoute,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), MirrorError> {
+    let start = match context.progress.last_replicated(&route.source_topic, route.partition) {
+        Some(last) => last + 1,
+        None => reset_position(&context, &route).await?,
+    };
+    tracing::info!(topic = %route.source_topic, partition = route.partition, start, "mirroring partition");
+    let (items, queue) = mpsc::channel(FETCH_AHEAD);
+    let fetcher = fetch_loop(context.clone(), route.clone(), start, items, shutdown);
+    let producer = produce_loop(context, route, queue);
+    // The producer ends when the fetcher drops its sender (shutdown) or fails.
+    let (fetched, produced) = tokio::join!(fetcher, producer);
+    produced.and(fetched)
+}
+
+async fn reset_position(context: &PartitionContext, route: &PartitionRoute) -> Result<i64, MirrorError> {
+    let spec = match context.reset {
+        OffsetReset::Earliest => OffsetSpec::Earliest,
+        OffsetReset::Latest => OffsetSpec::Latest,
+    };
+    let mut backoff = Backoff::default();
+    loop {
+        match context
+            .source
+            .list_offsets(&route.source_topic, &[route.partition], spec)
+            .await
+        {
+            Ok(offsets) => return Ok(offsets[&route.partition]),
+            Err(e) if e.is_retriable() => backoff.wait(&route.source_topic, route.partition, &e).await,
+            Err(source) => {
+                return Err(MirrorError::Client {
+                    cluster: context.source_alias.clone(),
+                    error: source,
+                })
+            }
+        }
+    }
+}
+
+async fn fetch_loop(
+    context: PartitionContext,
+    route: PartitionRoute,
+    mut position: i64,
+    items: mpsc::Sender<Item>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), MirrorError> {
+    let mut leader: Option<BrokerConnection> = None;
+    let mut backoff = Backoff::default();
+    let (topic, partition) = (route.source_topic.as_str(), route.partition);
+    while !*shutdown.borrow() {
+        let connection = match &leader {
+            Some(c) if !c.is_closed() => c.clone(),
+            _ => match context.source.leader(topic, partition).await {
+                Ok(c) => {
+                    leader = Some(c.clone());
+                    c
+                }
+                Err(e) if e.is_retriable() => {
+                    backoff.wait(topic, partition, &e).await;
+                    continue;
+                }
+                Err(source) => {
+                    return Err(MirrorError::Client {
+                        cluster: context.source_alias.clone(),
+                        error: source,
+                    })
+                }
+            },
+        };
+        let request = FetchRequest::default()
+            .with_max_wait_ms(500)
+            .with_min_bytes(1)
+            .with_max_bytes(PARTITION_MAX_BYTES)
+            .with_isolation_level(i8::from(context.read_committed))
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(topic_name(topic))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(partition)
+                    .with_fetch_offset(position)
+                    .with_partition_max_bytes(PARTITION_MAX_BYTES)])]);
+        let response = tokio::select! {
+            response = connection.send(&request) => response,
+            _ = shutdown.changed() => break,
+        };
+        let data = response.and_then(|r| {
+            Error::check(r.error_code, || format!("Fetch {topic}-{partition}"), None)?;
+            r.responses
+                .into_iter()
+                .flat_map(|t| t.partitions)
+                .find(|p| p.partition_index == partition)
+                .ok_or_else(|| Error::NoBroker(format!("the Fetch response has no data for {topic}-{partition}")))
+        });
+        let data = match data.and_then(|d| {
+            Error::check(
+                d.error_code,
+                || format!("Fetch {topic}-{partition} at offset {position}"),
+                None,
+            )?;
+            Ok(d)
+        }) {
+            Ok(data) => data,
+            Err(e) if e.kafka_code().is_some_and(|c| c.code() == 1) => {
+                position = out_of_range(&context, &route, position).await?;
+                continue;
+            }
+            Err(e) if e.is_retriable() => {
+                leader = None;
+                backoff.wait(topic, partition, &e).await;
+                continue;
+            }
+            Err(source) => {
+                return Err(MirrorError::Client {
+                    cluster: context.source_alias.clone(),
+                    error: source,
+                })
+            }
+        };
+        backoff.reset();
+        context.stats.record_source_end(topic, partition, data.high_watermark);
+        let aborted = data
+            .aborted_transactions
+            .unwrap_or_default()
+            .iter()
+            .map(|a| (a.producer_id.0, a.first_offset))
+            .collect();
+        let mut filter = AbortedTransactionFilter::new(aborted);
+        let records = data.records.unwrap_or_default();
+        for batch in RecordBatches::new(records) {
+            let batch = batch.map_err(|source| MirrorError::Batch {
+                topic: topic.into(),
+                partition,
+                offset: position,
+                error: source,
+            })?;
+            if batch.next_offset() <= position {
+                continue; // Already mirrored: a fetch starts at the batch holding the position.
+            }
+            let verdict = if context.read_committed {
+                filter.check(&batch)
+            } else {
+                BatchVerdict::Forward
+            };
+            let item = if verdict != BatchVerdict::Forward || batch.is_control() || batch.records_count() == 0 {
+                Item::Skip {
+                    last: batch.last_offset(),
+                }
+            } else if batch.is_compacted() || batch.base_offset() < position {
+                return Err(MirrorError::Batch {
+                    topic: topic.into(),
+                    partition,
+                    offset: position,
+                    error: strait_wire::WireError::unsupported(format!(
+                        "batch {}..={} is compacted or starts before the position; rebuilding such batches is not supported yet",
+                        batch.base_offset(),
+                        batch.last_offset()
+                    )),
+                });
+            } else {
+                Item::Forward(batch.clone())
+            };
+            position = batch.next_offset();
+            if items.send(item).await.is_err() {
+                return Ok(()); // The producer stopped; it reports why.
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The position fell outside the source log: retention (or a truncation) moved the log.
+async fn out_of_range(context: &PartitionContext, route: &PartitionRoute, position: i64) -> Result<i64, MirrorError> {
+    let (topic, partition) = (route.source_topic.as_str(), route.partition);
+    let fail = |source| MirrorError::Client {
+        cluster: context.source_alias.clone(),
+        error: source,
+    };
+    let earliest = context
+        .source
+        .list_offsets(topic, &[partition], OffsetSpec::Earliest)
+        .await
+        .map_err(fail)?[&partition];
+    let latest = context
+        .source
+        .list_offsets(topic, &[partition], OffsetSpec::Latest)
+        .await
+        .map_err(fail)?[&partition];
+    if position < earliest {
+        tracing::error!(
+            topic, partition, first_missing = position, last_missing = earliest - 1,
+            "GAP: source offsets {position}..={} were deleted at the source before they were mirrored; continuing at {earliest}",
+            earliest - 1
+        );
+        context.stats.record_gap(earliest - position);
+        Ok(earliest)
+    } else {
+        tracing::error!(
+            topic,
+            partition,
+            position,
+            latest,
+            "the source log ends before the mirrored position (truncated or recreated topic); continuing at {latest}"
+        );
+        Ok(latest.min(position))
+    }
+}
+
+/// A batch sent (or to be sent) to the target.
+struct Pending {
+    batch: RecordBatch,
+    sequence: i32,
+    response: Option<PendingProduce>,
+}
+
+async fn produce_loop(
+    context: PartitionContext,
+    route: PartitionRoute,
+    mut queue: mpsc::Receiver<Item>,
+) -> Result<(), MirrorError> {
+    let mut producer = Producer::new(&context, &route).await?;
+    let mut in_flight: VecDeque<Pending> = VecDeque::new();
+    // Offsets to record once everything before them is acknowledged.
+    let mut skipped: VecDeque<(usize, i64)> = VecDeque::new();
+    let mut sent_total = 0usize;
+    let mut acked_total = 0usize;
+    let mut open = true;
+    while open || !in_flight.is_empty() {
+        // Fill the window; wait for new work only when nothing is in flight.
+        while open && in_flight.len() < MAX_IN_FLIGHT {
+            let item = if in_flight.is_empty() {
+                queue.recv().await
+            } else {
+                match queue.try_recv() {
+                    Ok(item) => Some(item),
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => None,
+                }
+            };
+            match item {
+                None => open = false,
+                Some(Item::Skip { last }) if in_flight.is_empty() => {
+                    context.progress.record(&route.source_topic, route.partition, last);
+                }
+                Some(Item::Skip { last }) => skipped.push_back((sent_total, last)),
+                Some(Item::Forward(batch)) => {
+                    let sequence = producer.next_sequence(&batch);
+                    let mut pending = Pending {
+                        batch,
+                        sequence,
+                        response: None,
+                    };
+                    producer.send(&mut pending).await;
+                    in_flight.push_back(pending);
+                    sent_total += 1;
+                }
+            }
+        }
+        let Some(front) = in_flight.front_mut() else { continue };
+        let result = match front.response.take() {
+            Some(response) => response.base_offset().await,
+            None => Err(Error::ConnectionClosed {
+                broker: "target".into(),
+                reason: "not sent".into(),
+            }),
+        };
+        match result {
+            Ok(base_offset) => {
+                let done = in_flight.pop_front().expect("front exists");
+                acked_total += 1;
+                producer.backoff.reset();
+                context
+                    .progress
+                    .record(&route.source_topic, route.partition, done.batch.last_offset());
+                while skipped.front().is_some_and(|(after, _)| *after <= acked_total) {
+                    let (_, last) = skipped.pop_front().expect("front exists");
+                    context.progress.record(&route.source_topic, route.partition, last);
+                }
+                context
+                    .stats
+                    .record_forwarded(done.batch.records_count() as u64, done.batch.size() as u64);
+                context.stats.record_mapping(OffsetMapping {
+                    source_topic: route.source_topic.clone(),
+                    partition: route.partition,
+                    source_offset: done.batch.base_offset(),
+                    target_offset: base_offset,
+                    records: done.batch.records_count(),
+                });
+            }
+            Err(error) => {
+                let (first, last) = (front.batch.base_offset(), front.batch.last_offset());
+                if !error.is_retriable() && !producer.is_sequence_error(&error) {
+                    return Err(MirrorError::Refused {
+                        topic: route.source_topic.clone(),
+                        partition: route.partition,
+                        first,
+                        last,
+                        error,
+                    });
+                }
+                tracing::warn!(topic = %route.source_topic, partition = route.partition, %error, "produce failed; resending from source offset {first}");
+                // Let everything behind the failed batch finish, then resend all unacknowledged
+                // batches in order: the target deduplicates any that had landed after all.
+                for pending in in_flight.iter_mut().skip(1) {
+                    if let Some(response) = pending.response.take() {
+                        let _ = response.base_offset().await;
+                    }
+                }
+                producer
+                    .backoff
+                    .wait(&route.target_topic, route.partition, &error)
+                    .await;
+                if producer.is_sequence_error(&error) {
+                    producer.reset_identity(&context, &mut in_flight).await?;
+                }
+                producer.leader = None;
+                for pending in in_flight.iter_mut() {
+                    producer.send(pending).await;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The idempotent producer of one target partition: its own producer id and sequence numbers.
+struct Producer {
+    topic: String,
+    partition: i32,
+    target: KafkaClient,
+    identity: ProducerIdAndEpoch,
+    next_sequence: i32,
+    leader: Option<BrokerConnection>,
+    backoff: Backoff,
+    timeout_ms: i32,
+}
+
+impl Producer {
+    async fn new(context: &PartitionContext, route: &PartitionRoute) -> Result<Producer, MirrorError> {
+        let identity = init_producer_id(context).await?;
+        Ok(Producer {
+            topic: route.target_topic.clone(),
+            partition: route.partition,
+            target: context.target.clone(),
+            identity,
+            next_sequence: 0,
+            leader: None,
+            backoff: Backoff::default(),
+            timeout_ms: context.request_timeout_ms,
+        })
+    }
+
+    fn next_sequence(&mut self, batch: &RecordBatch) -> i32 {
+        let sequence = self.next_sequence;
+        // Sequences wrap at 2^31 like the broker's (ProducerAppendInfo).
+        self.next_sequence = ((i64::from(sequence) + i64::from(batch.records_count())) % (1 << 31)) as i32;
+        sequence
+    }
+
+    fn is_sequence_error(&self, error: &Error) -> bool {
+        // OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID.
+        error.kafka_code().is_some_and(|c| matches!(c.code(), 45 | 47 | 59))
+    }
+
+    /// A fresh producer id, and the unacknowledged batches renumbered from sequence 0.
+    async fn reset_identity(
+        &mut self,
+        context: &PartitionContext,
+        in_flight: &mut VecDeque<Pending>,
+    ) -> Result<(), MirrorError> {
+        self.identity = init_producer_id(context).await?;
+        self.next_sequence = 0;
+        for pending in in_flight.iter_mut() {
+            pending.sequence = self.next_sequence(&pending.batch);
+        }
+        Ok(())
+    }
+
+    /// Sends one batch; a failure to send is kept in `pending` and handled when it is awaited.
+    async fn send(&mut self, pending: &mut Pending) {
+        let state = ProducerState {
+            producer_id: self.identity.producer_id,
+            producer_epoch: self.identity.producer_epoch,
+            base_sequence: pending.sequence,
+        };
+        let parts = match pending.batch.rewrite(state) {
+            Ok(forward) => forward.into_parts(),
+            Err(_) => return, // Checked by the fetch side: only forwardable batches get here.
+        };
+        if self.leader.as_ref().is_none_or(BrokerConnection::is_closed) {
+            self.leader = self.target.leader(&self.topic, self.partition).await.ok();
+        }
+        if let Some(leader) = &self.leader {
+            pending.response = submit_produce(leader, &self.topic, self.partition, parts, self.timeout_ms)
+                .await
+                .ok();
+        }
+    }
+}
+
+async fn init_producer_id(context: &PartitionContext) -> Result<ProducerIdAndEpoch, MirrorError> {
+    let mut backoff = Backoff::default();
+    loop {
+        match context.target.init_producer_id().await {
+            Ok(identity) => return Ok(identity),
+            Err(e) if e.is_retriable() => backoff.wait("InitProducerId", -1, &e).await,
+            Err(source) => {
+                return Err(MirrorError::Client {
+                    cluster: context.target_alias.clone(),
+                    error: source,
+                })
+            }
+        }
+    }
+}
+
+/// Exponential backoff from 100 ms to [`MAX_BACKOFF`], logging each wait.
+#[derive(Debug, Default)]
+struct Backoff {
+    attempts: u32,
+}
+
+impl Backoff {
+    async fn wait(&mut self, topic: &str, partition: i32, error: &Error) {
+        let delay = Duration::from_millis(100 << self.attempts.min(6)).min(MAX_BACKOFF);
+        self.attempts += 1;
+        tracing::warn!(topic, partition, %error, attempt = self.attempts, "retrying in {delay:?}");
+        tokio::time::sleep(delay).await;
+    }
+
+    fn reset(&mut self) {
+        self.attempts = 0;
+    }
+}

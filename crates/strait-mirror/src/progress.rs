@@ -1,0 +1,249 @@
+//! Where each source partition has been mirrored up to, stored where MirrorMaker 2 keeps it.
+//!
+//! MM2 (dedicated mode) stores the source connector's progress in the Connect offsets topic
+//! `mm2-offsets.<source>.internal` on the target cluster: key
+//! `["MirrorSourceConnector",{"cluster":"<source>","partition":<n>,"topic":"<topic>"}]`, value
+//! `{"offset":<last replicated offset>}`, JSON, partitioned by Kafka's default partitioner.
+//! Strait reads and writes exactly that, so it can take over from MM2 (and MM2 from Strait)
+//! without re-mirroring, and operators find progress where they already look.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use strait_client::{KafkaClient, NewTopic, OffsetSpec};
+use strait_wire::{decode_records, RecordBatchBuilder, RecordBatches};
+
+use crate::murmur2::partition_for_key;
+use crate::MirrorError;
+
+/// Partitions of the Connect offsets topic (Connect's `offset.storage.partitions` default).
+const PARTITIONS: i32 = 25;
+
+/// A source partition: `(topic, partition)`.
+pub type SourcePartition = (String, i32);
+
+/// The mirrored position of every source partition of one flow.
+#[derive(Debug)]
+pub struct ProgressStore {
+    client: KafkaClient,
+    topic: String,
+    source_alias: String,
+    partitions: i32,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Last replicated source offset per partition.
+    last: HashMap<SourcePartition, i64>,
+    /// Entries changed since the last flush.
+    dirty: BTreeMap<SourcePartition, i64>,
+}
+
+impl ProgressStore {
+    /// The name of the progress topic for flows from `source_alias`.
+    pub fn topic_name(source_alias: &str) -> String {
+        format!("mm2-offsets.{source_alias}.internal")
+    }
+
+    /// Opens (creating if needed) the progress topic on the target and loads it.
+    pub async fn open(client: &KafkaClient, source_alias: &str, replication_factor: i16) -> Result<Self, MirrorError> {
+        let topic = Self::topic_name(source_alias);
+        let fail = |source| MirrorError::Client {
+            cluster: "target".into(),
+            error: source,
+        };
+        client
+            .create_topics(&[NewTopic {
+                name: topic.clone(),
+                partitions: PARTITIONS,
+                replication_factor,
+                configs: vec![("cleanup.policy".into(), "compact".into())],
+            }])
+            .await
+            .map_err(fail)?;
+        let metadata = client
+            .wait_for_leaders(&topic, std::time::Duration::from_secs(60))
+            .await
+            .map_err(fail)?;
+        let store = ProgressStore {
+            client: client.clone(),
+            topic,
+            source_alias: source_alias.into(),
+            partitions: metadata.partitions.len() as i32,
+            state: Mutex::new(State::default()),
+        };
+        store.load().await?;
+        Ok(store)
+    }
+
+    async fn load(&self) -> Result<(), MirrorError> {
+        let fail = |source| MirrorError::Client {
+            cluster: "target".into(),
+            error: source,
+        };
+        let partitions: Vec<i32> = (0..self.partitions).collect();
+        let starts = self
+            .client
+            .list_offsets(&self.topic, &partitions, OffsetSpec::Earliest)
+            .await
+            .map_err(fail)?;
+        let ends = self
+            .client
+            .list_offsets(&self.topic, &partitions, OffsetSpec::Latest)
+            .await
+            .map_err(fail)?;
+        let mut state = State::default();
+        for partition in partitions {
+            let (mut position, end) = (starts[&partition], ends[&partition]);
+            while position < end {
+                let fetched = self
+                    .client
+                    .fetch(&self.topic, partition, position, 1 << 20, false)
+                    .await
+                    .map_err(fail)?;
+                let before = position;
+                for batch in RecordBatches::new(fetched.records) {
+                    let batch = batch.map_err(|e| self.corrupt(e.to_string()))?;
+                    if batch.is_control() {
+                        position = batch.next_offset();
+                        continue;
+                    }
+                    for record in decode_records(&batch).map_err(|e| self.corrupt(e.to_string()))? {
+                        let offset = batch.base_offset() + i64::from(record.offset_delta);
+                        if offset >= position {
+                            self.apply(&mut state, record.key.as_deref(), record.value.as_deref())?;
+                        }
+                    }
+                    position = batch.next_offset();
+                }
+                if position == before {
+                    return Err(self.corrupt(format!(
+                        "no progress reading partition {partition} at offset {position}"
+                    )));
+                }
+            }
+        }
+        *self.state.lock().expect("progress lock") = state;
+        Ok(())
+    }
+
+    fn corrupt(&self, message: String) -> MirrorError {
+        MirrorError::Progress {
+            topic: self.topic.clone(),
+            message,
+        }
+    }
+
+    /// Applies one record of the offsets topic; other connectors' and clusters' keys are skipped.
+    fn apply(&self, state: &mut State, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<(), MirrorError> {
+        let Some(key) = key else { return Ok(()) };
+        let Ok(serde_json::Value::Array(parts)) = serde_json::from_slice::<serde_json::Value>(key) else {
+            return Ok(()); // Not a Connect offsets key: someone else's record.
+        };
+        let (Some(connector), Some(partition)) = (parts.first(), parts.get(1)) else {
+            return Ok(());
+        };
+        if connector != "MirrorSourceConnector" || partition["cluster"] != self.source_alias.as_str() {
+            return Ok(());
+        }
+        let (Some(topic), Some(index)) = (partition["topic"].as_str(), partition["partition"].as_i64()) else {
+            return Err(self.corrupt(format!("malformed key {}", String::from_utf8_lossy(key))));
+        };
+        let source = (topic.to_owned(), index as i32);
+        match value {
+            None => {
+                state.last.remove(&source); // A tombstone resets the partition (KIP-875).
+            }
+            Some(value) => {
+                let offset = serde_json::from_slice::<serde_json::Value>(value)
+                    .ok()
+                    .and_then(|v| v["offset"].as_i64())
+                    .ok_or_else(|| self.corrupt(format!("malformed value {}", String::from_utf8_lossy(value))))?;
+                state.last.insert(source, offset);
+            }
+        }
+        Ok(())
+    }
+
+    /// The last replicated offset of a source partition, if any was recorded.
+    pub fn last_replicated(&self, topic: &str, partition: i32) -> Option<i64> {
+        self.state
+            .lock()
+            .expect("progress lock")
+            .last
+            .get(&(topic.to_owned(), partition))
+            .copied()
+    }
+
+    /// Records that every source offset up to `last_offset` is on the target (acknowledged).
+    pub fn record(&self, topic: &str, partition: i32, last_offset: i64) {
+        let mut state = self.state.lock().expect("progress lock");
+        let key = (topic.to_owned(), partition);
+        state.last.insert(key.clone(), last_offset);
+        state.dirty.insert(key, last_offset);
+    }
+
+    /// Writes the positions recorded since the last flush to the progress topic.
+    pub async fn flush(&self) -> Result<(), MirrorError> {
+        let dirty = std::mem::take(&mut self.state.lock().expect("progress lock").dirty);
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        let mut batches: BTreeMap<i32, RecordBatchBuilder> = BTreeMap::new();
+        let now = now_ms();
+        for ((topic, partition), offset) in &dirty {
+            let key = connect_offset_key(&self.source_alias, topic, *partition);
+            let value = format!("{{\"offset\":{offset}}}");
+            batches
+                .entry(partition_for_key(key.as_bytes(), self.partitions))
+                .or_default()
+                .push(Some(Bytes::from(key)), Some(Bytes::from(value)), Vec::new(), now);
+        }
+        for (partition, builder) in batches {
+            if let Err(source) = self.client.produce(&self.topic, partition, vec![builder.build()]).await {
+                // Put the entries back (unless newer ones arrived) so the next flush retries them.
+                let mut state = self.state.lock().expect("progress lock");
+                for (key, offset) in dirty {
+                    state.dirty.entry(key).or_insert(offset);
+                }
+                return Err(MirrorError::Client {
+                    cluster: "target".into(),
+                    error: source,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The Connect offsets key MM2's source connector uses, byte for byte (field order included,
+/// since compaction keys on the exact bytes).
+pub fn connect_offset_key(source_alias: &str, topic: &str, partition: i32) -> String {
+    let json = |s: &str| serde_json::Value::String(s.to_owned()).to_string();
+    format!(
+        "[\"MirrorSourceConnector\",{{\"cluster\":{},\"partition\":{partition},\"topic\":{}}}]",
+        json(source_alias),
+        json(topic)
+    )
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_byte_identical_to_mm2s() {
+        assert_eq!(
+            connect_offset_key("primary", "test-topic-1", 0),
+            r#"["MirrorSourceConnector",{"cluster":"primary","partition":0,"topic":"test-topic-1"}]"#
+        );
+    }
+}

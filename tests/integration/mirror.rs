@@ -1,0 +1,459 @@
+//! The mirror against two real clusters: data written by Kafka's own Java clients arrives with
+//! identical bytes, aborted transactions do not, new topics are picked up, and neither a killed
+//! mirror nor a restarted broker loses a record.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::Stdio;
+
+use bytes::Bytes;
+use strait_testkit::KafkaDist;
+use strait_tests::*;
+use strait_wire::{Header, RecordBatchBuilder};
+
+/// Writes `lines` through Kafka's console producer, which parses `headers<TAB>key<TAB>value`.
+fn console_produce(bootstrap: &str, topic: &str, codec: &str, lines: &str) {
+    let mut command = KafkaDist::get().unwrap().java("org.apache.kafka.tools.ConsoleProducer");
+    command
+        .args([
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--compression-codec",
+            codec,
+        ])
+        .args(["--property", "parse.key=true", "--property", "parse.headers=true"])
+        .args([
+            "--producer-property",
+            "linger.ms=50",
+            "--producer-property",
+            "batch.size=4096",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "console producer: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// What Kafka's console consumer prints for `topic` (`headers key value` per line), sorted,
+/// since it interleaves partitions.
+fn console_consume(bootstrap: &str, topic: &str, records: usize) -> Vec<String> {
+    let mut command = KafkaDist::get()
+        .unwrap()
+        .java("org.apache.kafka.tools.consumer.ConsoleConsumer");
+    command
+        .args(["--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning"])
+        .args(["--max-messages", &records.to_string(), "--timeout-ms", "30000"])
+        .args([
+            "--property",
+            "print.key=true",
+            "--property",
+            "print.headers=true",
+            "--property",
+            "print.partition=true",
+        ]);
+    let output = run_ok(command);
+    let mut lines: Vec<String> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mirrors_java_clients_data_in_every_codec_with_identical_bytes() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let prefix = unique("codecs");
+    let codecs = ["none", "gzip", "snappy", "lz4", "zstd"];
+    for codec in codecs {
+        let topic = format!("{prefix}-{codec}");
+        create_topic(&source, &topic, 2).await;
+        let lines: String = (0..400)
+            .map(|i| format!("trace:{i},h:x,h:y\tkey-{}\tvalue-{codec}-{i}\n", i % 7))
+            .collect();
+        let bootstrap = clusters.source.bootstrap_servers();
+        tokio::task::spawn_blocking(move || console_produce(&bootstrap, &topic, codec, &lines))
+            .await
+            .unwrap();
+    }
+    let bulk = format!("{prefix}-bulk");
+    create_topic(&source, &bulk, 3).await;
+    let (bootstrap, bulk_topic) = (clusters.source.bootstrap_servers(), bulk.clone());
+    tokio::task::spawn_blocking(move || java_produce(&bootstrap, &bulk_topic, 30_000, 300, "zstd"))
+        .await
+        .unwrap();
+
+    let mirror = start_mirror(&mm2_properties(&format!("{prefix}-.*"), ""));
+    let mut topics: Vec<(String, i32)> = codecs.iter().map(|c| (format!("{prefix}-{c}"), 2)).collect();
+    topics.push((bulk, 3));
+    for (topic, _) in &topics {
+        let expected = end_offsets(&source, topic).await;
+        let remote = format!("source.{topic}");
+        wait_until(&format!("{remote} to hold {expected} records"), || async {
+            end_offsets(&target, &remote).await >= expected
+        })
+        .await;
+    }
+    mirror.stop().await.unwrap();
+
+    for (topic, partitions) in &topics {
+        let remote = format!("source.{topic}");
+        assert_eq!(
+            target.metadata(Some(&[&remote])).await.unwrap().topics[&remote]
+                .partitions
+                .len() as i32,
+            *partitions
+        );
+        for partition in 0..*partitions {
+            let source_batches = read_batches(&source, topic, partition).await;
+            let target_batches = read_batches(&target, &remote, partition).await;
+            assert_eq!(
+                source_batches.len(),
+                target_batches.len(),
+                "{topic}-{partition}: one target batch per source batch"
+            );
+            for (s, t) in source_batches.iter().zip(&target_batches) {
+                assert_eq!(
+                    s.records_payload(),
+                    t.records_payload(),
+                    "{topic}-{partition}: records section byte for byte"
+                );
+                assert_eq!(s.compression().unwrap(), t.compression().unwrap());
+                assert_eq!(
+                    (s.base_timestamp(), s.max_timestamp()),
+                    (t.base_timestamp(), t.max_timestamp())
+                );
+            }
+            let (s, t) = (
+                read_records(&source, topic, partition).await,
+                read_records(&target, &remote, partition).await,
+            );
+            assert!(!s.is_empty());
+            assert_eq!(
+                s, t,
+                "{topic}-{partition}: keys, values, headers and timestamps in the same order"
+            );
+        }
+    }
+    // Kafka's own consumer is the judge: it reads the same records from both sides.
+    let (source_bootstrap, target_bootstrap) =
+        (clusters.source.bootstrap_servers(), clusters.target.bootstrap_servers());
+    let topic = format!("{prefix}-snappy");
+    let judged = tokio::task::spawn_blocking(move || {
+        (
+            console_consume(&source_bootstrap, &topic, 400),
+            console_consume(&target_bootstrap, &format!("source.{topic}"), 400),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(judged.0.len(), 400);
+    assert!(judged.0[0].contains("trace:"), "headers are printed: {}", judged.0[0]);
+    assert_eq!(judged.0, judged.1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn drops_aborted_transactions_under_read_committed() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("txn");
+    create_topic(&source, &topic, 2).await;
+    let (bootstrap, producer_topic) = (clusters.source.bootstrap_servers(), topic.clone());
+    tokio::task::spawn_blocking(move || {
+        let mut command = java_program("TxnProducer");
+        command.args([&bootstrap, &producer_topic, "9", "50"]);
+        run_ok(command)
+    })
+    .await
+    .unwrap();
+
+    let mirror = start_mirror(&mm2_properties(
+        &topic,
+        "source.consumer.isolation.level = read_committed",
+    ));
+    // 6 committed transactions of 50 records arrive; nothing of the 3 aborted ones.
+    let remote = format!("source.{topic}");
+    wait_until("the committed records", || async {
+        end_offsets(&target, &remote).await >= 300
+    })
+    .await;
+    let source_end = end_offsets(&source, &topic).await;
+    // Give aborted data, were it forwarded, time to show up.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    mirror.stop().await.unwrap();
+    let mut values = Vec::new();
+    for partition in 0..2 {
+        for (_, value, _, _) in read_records(&target, &remote, partition).await {
+            values.push(String::from_utf8(value.unwrap().to_vec()).unwrap());
+        }
+        for batch in read_batches(&target, &remote, partition).await {
+            assert!(
+                !batch.is_control() && !batch.is_transactional(),
+                "no markers, no transactional batches on the target"
+            );
+        }
+    }
+    assert_eq!(values.len(), 300, "exactly the committed records");
+    assert!(
+        values.iter().all(|v| v.starts_with("commit-")),
+        "no aborted record: {values:?}"
+    );
+    assert!(
+        source_end > 450,
+        "the source holds the aborted records and markers too ({source_end})"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn picks_up_a_topic_created_while_running() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let prefix = unique("late");
+    let mirror = start_mirror(&mm2_properties(
+        &format!("{prefix}-.*"),
+        "refresh.topics.interval.seconds = 1",
+    ));
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let topic = format!("{prefix}-orders");
+    create_topic(&source, &topic, 3).await;
+    let mut builder = RecordBatchBuilder::new();
+    for i in 0..10 {
+        builder.push(
+            Some(Bytes::from(format!("k{i}"))),
+            Some(Bytes::from(format!("v{i}"))),
+            vec![],
+            1_700_000_000_000,
+        );
+    }
+    source.produce(&topic, 2, vec![builder.build()]).await.unwrap();
+    let remote = format!("source.{topic}");
+    wait_until("the new topic's records on the target", || async {
+        end_offsets(&target, &remote).await == 10
+    })
+    .await;
+    assert_eq!(
+        target.metadata(Some(&[&remote])).await.unwrap().topics[&remote]
+            .partitions
+            .len(),
+        3
+    );
+    assert_eq!(read_records(&target, &remote, 2).await.len(), 10);
+    mirror.stop().await.unwrap();
+}
+
+/// Writes `batches` batches of `per_batch` records to each partition; values are
+/// `p<partition>-<n>` so that the target can be checked for gaps and duplicates.
+async fn write_numbered(
+    client: &strait_client::KafkaClient,
+    topic: &str,
+    partitions: i32,
+    batches: usize,
+    per_batch: usize,
+) {
+    let payload = "x".repeat(200);
+    for partition in 0..partitions {
+        for b in 0..batches {
+            let mut builder = RecordBatchBuilder::new();
+            for r in 0..per_batch {
+                let n = b * per_batch + r;
+                let header = Header {
+                    key: Bytes::from("n"),
+                    value: Some(Bytes::from(n.to_string())),
+                };
+                builder.push(
+                    None,
+                    Some(Bytes::from(format!("p{partition}-{n}-{payload}"))),
+                    vec![header],
+                    1_700_000_000_000,
+                );
+            }
+            client.produce(topic, partition, vec![builder.build()]).await.unwrap();
+        }
+    }
+}
+
+/// Checks that every numbered record is on the target in order; returns the duplicates.
+async fn check_numbered(
+    target: &strait_client::KafkaClient,
+    remote: &str,
+    partitions: i32,
+    per_partition: usize,
+) -> usize {
+    let mut duplicates = 0;
+    for partition in 0..partitions {
+        let mut seen: HashMap<usize, usize> = HashMap::new();
+        let mut highest = None;
+        for (_, value, _, _) in read_records(target, remote, partition).await {
+            let value = String::from_utf8(value.unwrap().to_vec()).unwrap();
+            let n: usize = value.split('-').nth(1).unwrap().parse().unwrap();
+            assert!(
+                value.starts_with(&format!("p{partition}-")),
+                "record of another partition: {value}"
+            );
+            // A duplicate run restarts at an earlier number; within a run the order is kept.
+            if let Some(h) = highest {
+                assert!(
+                    n == h + 1 || seen.contains_key(&n),
+                    "{remote}-{partition}: {n} follows {h}: a gap"
+                );
+            }
+            highest = Some(highest.map_or(n, |h: usize| h.max(n)));
+            *seen.entry(n).or_default() += 1;
+        }
+        let missing: Vec<usize> = (0..per_partition).filter(|n| !seen.contains_key(n)).collect();
+        assert!(
+            missing.is_empty(),
+            "{remote}-{partition}: lost {} records, first {:?}",
+            missing.len(),
+            missing.first()
+        );
+        duplicates += seen.values().map(|c| c - 1).sum::<usize>();
+    }
+    duplicates
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mirror_killed_with_sigkill_and_restarted_loses_nothing() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("sigkill");
+    let (partitions, batches, per_batch) = (3, 100, 200);
+    create_topic(&source, &topic, partitions).await;
+    write_numbered(&source, &topic, partitions, batches, per_batch).await;
+    let total = (partitions as usize * batches * per_batch) as i64;
+
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    std::fs::write(&config, mm2_properties(&topic, "")).unwrap();
+    let remote = format!("source.{topic}");
+    let mut mirror = std::process::Command::new(strait_binary())
+        .arg("run")
+        .arg(&config)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("part of the data on the target", || async {
+        end_offsets(&target, &remote).await > total / 10
+    })
+    .await;
+    mirror.kill().unwrap(); // SIGKILL: no drain, no final progress flush.
+    mirror.wait().unwrap();
+    let at_kill = end_offsets(&target, &remote).await;
+    assert!(
+        at_kill < total,
+        "the kill must land mid-transfer ({at_kill} of {total} already there)"
+    );
+
+    let mut mirror = std::process::Command::new(strait_binary())
+        .arg("run")
+        .arg(&config)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("all data on the target", || async {
+        end_offsets(&target, &remote).await >= total
+    })
+    .await;
+    // SIGTERM: a clean stop that drains and stores the progress.
+    std::process::Command::new("kill")
+        .args(["-TERM", &mirror.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(mirror.wait().unwrap().success(), "a clean stop exits 0");
+    let _ = std::fs::remove_file(&config);
+
+    let duplicates = check_numbered(&target, &remote, partitions, batches * per_batch).await;
+    println!("sigkill: {total} records, killed at {at_kill}, {duplicates} duplicates after the restart");
+    // Duplicates are bounded by what was acknowledged since the last progress flush (1 s).
+    assert!(
+        duplicates as i64 <= at_kill,
+        "{duplicates} duplicates, but only {at_kill} records were there at the kill"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_target_broker_restart_mid_stream_loses_nothing() {
+    let clusters = clusters();
+    // A target of its own: restarting the shared one would disturb the other tests.
+    let own_target = tokio::task::spawn_blocking(|| strait_testkit::KafkaCluster::start("restart-target").unwrap())
+        .await
+        .unwrap();
+    let source = client(&clusters.source).await;
+    let topic = unique("restart");
+    let (partitions, batches, per_batch) = (3, 300, 200);
+    create_topic(&source, &topic, partitions).await;
+    write_numbered(&source, &topic, partitions, batches, per_batch).await;
+    let total = (partitions as usize * batches * per_batch) as i64;
+
+    let properties =
+        mm2_properties(&topic, "").replace(&clusters.target.bootstrap_servers(), &own_target.bootstrap_servers());
+    let mirror = start_mirror(&properties);
+    let target = client(&own_target).await;
+    let remote = format!("source.{topic}");
+    wait_until("part of the data on the target", || async {
+        end_offsets(&target, &remote).await > total / 10
+    })
+    .await;
+    let at_crash = end_offsets(&target, &remote).await;
+    own_target.kill_broker(); // A crash: SIGKILL, then the same broker comes back on the same data.
+    assert!(
+        at_crash < total,
+        "the crash must land mid-stream ({at_crash} of {total} already there)"
+    );
+    let own_target = tokio::task::spawn_blocking(move || {
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        own_target.start_broker().unwrap();
+        own_target
+    })
+    .await
+    .unwrap();
+    let target = client(&own_target).await;
+    wait_until("all data on the target after the restart", || async {
+        end_offsets(&target, &remote).await >= total
+    })
+    .await;
+    mirror.stop().await.unwrap();
+    let duplicates = check_numbered(&target, &remote, partitions, batches * per_batch).await;
+    println!("broker restart: {total} records, crashed at {at_crash}, {duplicates} duplicates");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_config_is_refused_with_the_line() {
+    let config = std::env::temp_dir().join(format!("{}.properties", unique("bad")));
+    std::fs::write(&config, "clusters = A, B\nA.bootstrap.servers = localhost:9092\nB.bootstrap.servers = localhost:9093\nA->B.enabled = yes\n").unwrap();
+    for command in ["run", "check-config"] {
+        let output = std::process::Command::new(strait_binary())
+            .arg(command)
+            .arg(&config)
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("line 4") && stderr.contains("A->B.enabled"),
+            "{command}: {stderr}"
+        );
+    }
+    std::fs::write(&config, "clusters = A, B\nA.bootstrap.servers = localhost:9092\nB.bootstrap.servers = localhost:9093\nA->B.enabled = true\nA->B.topicz = x\n").unwrap();
+    let output = std::process::Command::new(strait_binary())
+        .arg("check-config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("topicz") && stderr.contains("topics"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_file(&config);
+}
