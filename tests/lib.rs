@@ -23,8 +23,11 @@ pub struct Clusters {
 pub fn clusters() -> &'static Clusters {
     static CLUSTERS: OnceLock<Clusters> = OnceLock::new();
     CLUSTERS.get_or_init(|| {
-        let source = std::thread::spawn(|| KafkaCluster::start("source"));
-        let target = KafkaCluster::start("target").unwrap_or_else(|e| panic!("starting the target cluster: {e}"));
+        // The log cleaner wakes up often so that compaction tests need not wait 15 s.
+        let options = |name| strait_testkit::ClusterOptions::new(name).property("log.cleaner.backoff.ms", "300");
+        let source = std::thread::spawn(move || KafkaCluster::start_with(options("source")));
+        let target =
+            KafkaCluster::start_with(options("target")).unwrap_or_else(|e| panic!("starting the target cluster: {e}"));
         let source = source
             .join()
             .expect("source start thread")

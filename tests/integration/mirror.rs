@@ -390,7 +390,7 @@ async fn a_target_broker_restart_mid_stream_loses_nothing() {
         .unwrap();
     let source = client(&clusters.source).await;
     let topic = unique("restart");
-    let (partitions, batches, per_batch) = (3, 300, 200);
+    let (partitions, batches, per_batch) = (2, 250, 200);
     create_topic(&source, &topic, partitions).await;
     write_numbered(&source, &topic, partitions, batches, per_batch).await;
     let total = (partitions as usize * batches * per_batch) as i64;
@@ -456,4 +456,79 @@ async fn a_malformed_config_is_refused_with_the_line() {
         "{stderr}"
     );
     let _ = std::fs::remove_file(&config);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rebuilds_compacted_batches_on_the_slow_path() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("compacted");
+    source
+        .create_topics(&[strait_client::NewTopic {
+            name: topic.clone(),
+            partitions: 1,
+            replication_factor: 1,
+            configs: [
+                ("cleanup.policy", "compact"),
+                ("segment.ms", "100"),
+                ("min.cleanable.dirty.ratio", "0.01"),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        }])
+        .await
+        .unwrap();
+    source.wait_for_leaders(&topic, WAIT).await.unwrap();
+    // Keys repeat across batches, and segments roll every 100 ms of record time, so the
+    // cleaner removes records from inside batches.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        - 60_000;
+    for b in 0..20 {
+        let codec = if b % 2 == 0 {
+            strait_wire::Compression::Lz4
+        } else {
+            strait_wire::Compression::None
+        };
+        let mut builder = RecordBatchBuilder::new().compression(codec);
+        for r in 0..50 {
+            let header = Header {
+                key: Bytes::from("batch"),
+                value: Some(Bytes::from(b.to_string())),
+            };
+            builder.push(
+                Some(Bytes::from(format!("k{}", (r * 7 + b) % 30))),
+                Some(Bytes::from(format!("v{b}-{r}"))),
+                vec![header],
+                now + b * 1000,
+            );
+        }
+        source.produce(&topic, 0, vec![builder.build()]).await.unwrap();
+    }
+    wait_until("the log cleaner to compact batches", || async {
+        read_batches(&source, &topic, 0).await.iter().any(|b| b.is_compacted())
+    })
+    .await;
+
+    let mirror = start_mirror(&mm2_properties(&topic, ""));
+    let remote = format!("source.{topic}");
+    let expected = read_records(&source, &topic, 0).await;
+    wait_until("the compacted records on the target", || async {
+        read_records(&target, &remote, 0).await.len() >= expected.len()
+    })
+    .await;
+    mirror.stop().await.unwrap();
+    assert!(
+        expected.len() < 1000,
+        "compaction removed records ({} left)",
+        expected.len()
+    );
+    assert_eq!(
+        read_records(&target, &remote, 0).await,
+        expected,
+        "the same records, in order, with headers and timestamps"
+    );
 }

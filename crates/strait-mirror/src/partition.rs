@@ -12,7 +12,7 @@ use strait_client::kafka_protocol;
 use strait_client::{
     submit_produce, topic_name, BrokerConnection, Error, KafkaClient, OffsetSpec, PendingProduce, ProducerIdAndEpoch,
 };
-use strait_wire::{AbortedTransactionFilter, BatchVerdict, ProducerState, RecordBatch, RecordBatches};
+use strait_wire::{rebuild_batch, AbortedTransactionFilter, BatchVerdict, ProducerState, RecordBatch, RecordBatches};
 use tokio::sync::{mpsc, watch};
 
 use crate::progress::ProgressStore;
@@ -62,9 +62,56 @@ pub(crate) struct PartitionRoute {
 /// What the fetch side hands to the produce side, in source order.
 enum Item {
     /// A batch to forward.
-    Forward(RecordBatch),
+    Forward(Outgoing),
     /// Offsets up to `last` need no forwarding (control batches, aborted or empty batches).
     Skip { last: i64 },
+}
+
+/// A batch on its way to the target.
+struct Outgoing {
+    /// The batch as it is forwarded (the source's, or rebuilt on the slow path).
+    batch: RecordBatch,
+    /// The last source offset it covers: the position to record once it is acknowledged.
+    source_last: i64,
+    /// For a rebuilt batch, the source offset of each record (offsets have gaps); `None` when
+    /// the batch is the source's own and offsets are consecutive from its base offset.
+    source_offsets: Option<Vec<i64>>,
+}
+
+impl Outgoing {
+    /// The first source offset it covers.
+    fn source_first(&self) -> i64 {
+        self.source_offsets
+            .as_ref()
+            .and_then(|o| o.first().copied())
+            .unwrap_or(self.batch.base_offset())
+    }
+
+    /// Where each run of consecutive source offsets landed, given the target base offset.
+    fn mappings(&self, route: &PartitionRoute, target_base: i64) -> Vec<OffsetMapping> {
+        let mapping = |source_offset, target_offset, records| OffsetMapping {
+            source_topic: route.source_topic.clone(),
+            partition: route.partition,
+            source_offset,
+            target_offset,
+            records,
+        };
+        let Some(offsets) = &self.source_offsets else {
+            return vec![mapping(
+                self.batch.base_offset(),
+                target_base,
+                self.batch.records_count(),
+            )];
+        };
+        let mut runs: Vec<OffsetMapping> = Vec::new();
+        for (i, &offset) in offsets.iter().enumerate() {
+            match runs.last_mut() {
+                Some(run) if run.source_offset + i64::from(run.records) == offset => run.records += 1,
+                _ => runs.push(mapping(offset, target_base + i as i64, 1)),
+            }
+        }
+        runs
+    }
 }
 
 /// Mirrors one partition until `shutdown` turns true (then drains and returns `Ok`), or fails
@@ -219,18 +266,30 @@ async fn fetch_loop(
                     last: batch.last_offset(),
                 }
             } else if batch.is_compacted() || batch.base_offset() < position {
-                return Err(MirrorError::Batch {
+                // The slow path: decompress, keep the records at or after the position,
+                // renumber, compress again.
+                let rebuilt = rebuild_batch(&batch, position).map_err(|error| MirrorError::Batch {
                     topic: topic.into(),
                     partition,
                     offset: position,
-                    error: strait_wire::WireError::unsupported(format!(
-                        "batch {}..={} is compacted or starts before the position; rebuilding such batches is not supported yet",
-                        batch.base_offset(),
-                        batch.last_offset()
-                    )),
-                });
+                    error,
+                })?;
+                match rebuilt {
+                    Some(rebuilt) => Item::Forward(Outgoing {
+                        batch: rebuilt.batch,
+                        source_last: batch.last_offset(),
+                        source_offsets: Some(rebuilt.source_offsets),
+                    }),
+                    None => Item::Skip {
+                        last: batch.last_offset(),
+                    },
+                }
             } else {
-                Item::Forward(batch.clone())
+                Item::Forward(Outgoing {
+                    batch: batch.clone(),
+                    source_last: batch.last_offset(),
+                    source_offsets: None,
+                })
             };
             position = batch.next_offset();
             if items.send(item).await.is_err() {
@@ -280,7 +339,7 @@ async fn out_of_range(context: &PartitionContext, route: &PartitionRoute, positi
 
 /// A batch sent (or to be sent) to the target.
 struct Pending {
-    batch: RecordBatch,
+    outgoing: Outgoing,
     sequence: i32,
     response: Option<PendingProduce>,
 }
@@ -315,10 +374,10 @@ async fn produce_loop(
                     context.progress.record(&route.source_topic, route.partition, last);
                 }
                 Some(Item::Skip { last }) => skipped.push_back((sent_total, last)),
-                Some(Item::Forward(batch)) => {
-                    let sequence = producer.next_sequence(&batch);
+                Some(Item::Forward(outgoing)) => {
+                    let sequence = producer.next_sequence(&outgoing.batch);
                     let mut pending = Pending {
-                        batch,
+                        outgoing,
                         sequence,
                         response: None,
                     };
@@ -343,24 +402,21 @@ async fn produce_loop(
                 producer.backoff.reset();
                 context
                     .progress
-                    .record(&route.source_topic, route.partition, done.batch.last_offset());
+                    .record(&route.source_topic, route.partition, done.outgoing.source_last);
                 while skipped.front().is_some_and(|(after, _)| *after <= acked_total) {
                     let (_, last) = skipped.pop_front().expect("front exists");
                     context.progress.record(&route.source_topic, route.partition, last);
                 }
+                let batch = &done.outgoing.batch;
                 context
                     .stats
-                    .record_forwarded(done.batch.records_count() as u64, done.batch.size() as u64);
-                context.stats.record_mapping(OffsetMapping {
-                    source_topic: route.source_topic.clone(),
-                    partition: route.partition,
-                    source_offset: done.batch.base_offset(),
-                    target_offset: base_offset,
-                    records: done.batch.records_count(),
-                });
+                    .record_forwarded(batch.records_count() as u64, batch.size() as u64);
+                for mapping in done.outgoing.mappings(&route, base_offset) {
+                    context.stats.record_mapping(mapping);
+                }
             }
             Err(error) => {
-                let (first, last) = (front.batch.base_offset(), front.batch.last_offset());
+                let (first, last) = (front.outgoing.source_first(), front.outgoing.source_last);
                 if !error.is_retriable() && !producer.is_sequence_error(&error) {
                     return Err(MirrorError::Refused {
                         topic: route.source_topic.clone(),
@@ -443,7 +499,7 @@ impl Producer {
         self.identity = init_producer_id(context).await?;
         self.next_sequence = 0;
         for pending in in_flight.iter_mut() {
-            pending.sequence = self.next_sequence(&pending.batch);
+            pending.sequence = self.next_sequence(&pending.outgoing.batch);
         }
         Ok(())
     }
@@ -455,7 +511,7 @@ impl Producer {
             producer_epoch: self.identity.producer_epoch,
             base_sequence: pending.sequence,
         };
-        let parts = match pending.batch.rewrite(state) {
+        let parts = match pending.outgoing.batch.rewrite(state) {
             Ok(forward) => forward.into_parts(),
             Err(_) => return, // Checked by the fetch side: only forwardable batches get here.
         };

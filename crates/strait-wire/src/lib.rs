@@ -23,7 +23,7 @@ pub use batch::{
     Compression, ControlType, RecordBatch, RecordBatches, TimestampType, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
 };
 pub use error::WireError;
-pub use records::{decode_records, Header, Record, RecordBatchBuilder};
+pub use records::{decode_records, rebuild_batch, Header, RebuiltBatch, Record, RecordBatchBuilder};
 pub use rewrite::{ForwardBatch, ProducerState};
 pub use txn::{AbortedTransactionFilter, BatchVerdict};
 

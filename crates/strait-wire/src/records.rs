@@ -224,6 +224,48 @@ impl RecordBatchBuilder {
     }
 }
 
+/// A batch rebuilt on the slow path, and which source offsets its records came from.
+#[derive(Debug, Clone)]
+pub struct RebuiltBatch {
+    /// The new batch: offsets 0..n-1, same codec, same record contents and timestamps.
+    pub batch: RecordBatch,
+    /// Source offset of each record of `batch`, in order.
+    pub source_offsets: Vec<i64>,
+}
+
+/// Rebuilds `batch` keeping only its records at or after `from_offset`: the slow path for
+/// compacted batches (whose offsets have gaps, which a target refuses) and for a position
+/// inside a batch. Records are decompressed, renumbered 0..n-1 and compressed again with the
+/// batch's codec; keys, values, headers (duplicates and order) and the timestamps consumers see
+/// are kept. Returns `None` when no record remains.
+pub fn rebuild_batch(batch: &RecordBatch, from_offset: i64) -> Result<Option<RebuiltBatch>, WireError> {
+    let log_append_time = batch.timestamp_type() == crate::TimestampType::LogAppendTime;
+    let mut builder = RecordBatchBuilder::new().compression(batch.compression()?);
+    let mut source_offsets = Vec::new();
+    for record in decode_records(batch)? {
+        let offset = batch.base_offset() + i64::from(record.offset_delta);
+        if offset < from_offset {
+            continue;
+        }
+        // Under LogAppendTime every record reads as the batch's max timestamp.
+        let timestamp = if log_append_time {
+            batch.max_timestamp()
+        } else {
+            batch.base_timestamp() + record.timestamp_delta
+        };
+        builder.push(record.key, record.value, record.headers, timestamp);
+        source_offsets.push(offset);
+    }
+    if builder.is_empty() {
+        return Ok(None);
+    }
+    let rebuilt = RecordBatch::new(builder.build())?;
+    Ok(Some(RebuiltBatch {
+        batch: rebuilt,
+        source_offsets,
+    }))
+}
+
 fn put_nullable(out: &mut Vec<u8>, value: Option<&[u8]>) {
     match value {
         None => put_varlong(out, -1),

@@ -240,3 +240,45 @@ fn aborted_transactions_are_filtered_like_the_java_consumer() {
     );
     assert_eq!(filter.check(&data(11, -1, false)), BatchVerdict::Forward);
 }
+
+#[test]
+fn compacted_batches_and_mid_batch_positions_are_rebuilt() {
+    for codec in [Compression::None, Compression::Zstd, Compression::Lz4] {
+        let mut builder = RecordBatchBuilder::new().compression(codec);
+        for i in 0..5 {
+            builder.push(
+                Some(Bytes::from(format!("k{i}"))),
+                Some(Bytes::from(format!("v{i}"))),
+                vec![header("h", None)],
+                100 + i,
+            );
+        }
+        // Make it look compacted: 5 records spread over offsets 1000..=1009.
+        let mut bytes = stored(&builder.build(), 1000, 0, -1).to_vec();
+        bytes[23..27].copy_from_slice(&9i32.to_be_bytes());
+        let crc = crc32c::crc32c(&bytes[21..]);
+        bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+        let compacted = RecordBatch::new(bytes.into()).unwrap();
+        assert!(compacted.is_compacted());
+
+        let rebuilt = rebuild_batch(&compacted, 1002).unwrap().unwrap();
+        assert_eq!(rebuilt.source_offsets, vec![1002, 1003, 1004]);
+        assert!(!rebuilt.batch.is_compacted());
+        assert_eq!(rebuilt.batch.compression().unwrap(), codec);
+        rebuilt.batch.verify_crc().unwrap();
+        let records = decode_records(&rebuilt.batch).unwrap();
+        assert_eq!(records.len(), 3);
+        assert_eq!(records[0].value.as_deref(), Some(&b"v2"[..]));
+        assert_eq!(
+            rebuilt.batch.base_timestamp() + records[0].timestamp_delta,
+            102,
+            "timestamps kept"
+        );
+        assert_eq!(records[0].headers, vec![header("h", None)]);
+        assert!(rebuilt.batch.rewrite(ProducerState::NONE).is_ok());
+        assert!(
+            rebuild_batch(&compacted, 1005).unwrap().is_none(),
+            "nothing left past the last record"
+        );
+    }
+}
