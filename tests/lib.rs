@@ -22,6 +22,13 @@ pub struct Clusters {
 /// Starts the shared clusters on first use (both at once, to halve the wait).
 pub fn clusters() -> &'static Clusters {
     static CLUSTERS: OnceLock<Clusters> = OnceLock::new();
+    // Logs of the mirror under test, when asked for with RUST_LOG.
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
     CLUSTERS.get_or_init(|| {
         // The log cleaner wakes up often so that compaction tests need not wait 15 s.
         let options = |name| strait_testkit::ClusterOptions::new(name).property("log.cleaner.backoff.ms", "300");

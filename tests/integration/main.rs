@@ -3,4 +3,5 @@
 
 mod client;
 
+mod checkpoints;
 mod mirror;

@@ -570,7 +570,7 @@ impl PendingProduce {
 /// Runs `attempt` until it succeeds, fails for good, or `deadline` passes; retriable errors
 /// (leader moves, a topic still being created, a dropped connection) are retried with backoff,
 /// as Kafka's admin client does.
-async fn retrying<T, F, Fut>(deadline: Duration, mut attempt: F) -> Result<T>
+pub(crate) async fn retrying<T, F, Fut>(deadline: Duration, mut attempt: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T>>,

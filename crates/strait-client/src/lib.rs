@@ -12,6 +12,7 @@
 mod client;
 mod connection;
 mod error;
+mod groups;
 mod produce;
 mod versions;
 
@@ -21,6 +22,7 @@ pub use client::{
 };
 pub use connection::{decode_response, BrokerConnection, ConnectionConfig, PendingResponse};
 pub use error::{Error, KafkaCode};
+pub use groups::{CommittedOffset, GroupDescription, ListedGroup};
 pub use kafka_protocol;
 pub use produce::{encode_produce_request, PartitionRecords, TopicRecords};
 

@@ -482,19 +482,19 @@ impl Raw<'_> {
     /// Validates a value against a connector key's kind.
     pub(crate) fn check(&self, kind: Kind) -> Result<()> {
         match kind {
-            Kind::Bool => self.bool().map(drop),
-            Kind::Int => self.number::<i32>("an integer (Java int)").map(drop),
+            Kind::Bool => self.bool().map(|_| ()),
+            Kind::Int => self.number::<i32>("an integer (Java int)").map(|_| ()),
             Kind::Short => self
                 .number::<i16>("an integer from -32768 to 32767 (Java short)")
-                .map(drop),
-            Kind::Long => self.number::<i64>("an integer (Java long)").map(drop),
-            Kind::RegexList => self.patterns().map(drop),
+                .map(|_| ()),
+            Kind::Long => self.number::<i64>("an integer (Java long)").map(|_| ()),
+            Kind::RegexList => self.patterns().map(|_| ()),
             Kind::Separator if self.trimmed().is_empty() => {
                 Err(self.invalid("a non-blank separator such as `.` or `_`"))
             }
             Kind::Separator => Ok(()),
-            Kind::Choice(choices) => self.choice(choices).map(drop),
-            Kind::Class(classes) => self.class(classes).map(drop),
+            Kind::Choice(choices) => self.choice(choices).map(|_| ()),
+            Kind::Class(classes) => self.class(classes).map(|_| ()),
         }
     }
 }

@@ -457,8 +457,12 @@ impl<'p> Scopes<'p> {
             "bootstrap.servers" if parse_bootstrap_servers(&prop.value).is_none() => {
                 return Err(raw.invalid("a comma-separated list of `host:port`"));
             }
-            "isolation.level" if role == Some(ClientRole::Consumer) => drop(parse_isolation_level(raw)?),
-            "auto.offset.reset" if role == Some(ClientRole::Consumer) => drop(parse_auto_offset_reset(raw)?),
+            "isolation.level" if role == Some(ClientRole::Consumer) => {
+                let _ = parse_isolation_level(raw)?;
+            }
+            "auto.offset.reset" if role == Some(ClientRole::Consumer) => {
+                let _ = parse_auto_offset_reset(raw)?;
+            }
             _ => {}
         }
         if let Some(suggestion) = unknown_security_key(name) {

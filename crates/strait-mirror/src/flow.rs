@@ -6,12 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use strait_client::{ClientConfig, KafkaClient, NewTopic};
-use strait_config::{AutoOffsetReset, FlowConfig, IsolationLevel};
+use strait_config::{AutoOffsetReset, FlowConfig, IsolationLevel, OffsetSyncsTopicLocation};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::checkpoints::checkpoint_loop;
+use crate::heartbeats::heartbeat_loop;
 use crate::partition::{mirror_partition, OffsetReset, PartitionContext, PartitionRoute};
 use crate::progress::ProgressStore;
+use crate::syncs::OffsetSyncs;
 use crate::{MirrorError, Stats};
 
 /// How often acknowledged positions are written to the progress topic. Restarting repeats at
@@ -69,14 +72,29 @@ async fn connect(cluster: &strait_config::ClusterClientConfig) -> Result<KafkaCl
         })
 }
 
-async fn flow_loop(
+async fn flow_loop(flow: FlowConfig, stats: Arc<Stats>, shutdown: watch::Receiver<bool>) -> Result<(), MirrorError> {
+    let target = connect(&flow.target).await?;
+    let heartbeats = tokio::spawn(heartbeat_loop(flow.clone(), target.clone(), shutdown.clone()));
+    let result = if flow.enabled {
+        data_loop(flow, target, stats, shutdown).await
+    } else {
+        Ok(())
+    };
+    // A heartbeat-only flow (MM2 runs one for every pair) lives until shutdown.
+    let heartbeats = heartbeats
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    result.and(heartbeats)
+}
+
+async fn data_loop(
     flow: FlowConfig,
+    target: KafkaClient,
     stats: Arc<Stats>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
     let name = flow.name();
     let source = connect(&flow.source).await?;
-    let target = connect(&flow.target).await?;
     let target_brokers = target
         .metadata(Some(&[]))
         .await
@@ -94,6 +112,27 @@ async fn flow_loop(
         )
         .await?,
     );
+    let syncs = if flow.emit_offset_syncs_enabled {
+        let (client, alias) = match flow.offset_syncs_topic_location {
+            OffsetSyncsTopicLocation::Source => (&source, &flow.source.alias),
+            OffsetSyncsTopicLocation::Target => (&target, &flow.target.alias),
+        };
+        let topic = flow.offset_syncs_topic();
+        Some(Arc::new(
+            OffsetSyncs::open(client, alias, &topic, flow.offset_syncs_topic_replication_factor).await?,
+        ))
+    } else {
+        None
+    };
+    let checkpoints = syncs.clone().map(|syncs| {
+        tokio::spawn(checkpoint_loop(
+            flow.clone(),
+            source.clone(),
+            target.clone(),
+            syncs,
+            shutdown.clone(),
+        ))
+    });
     let context = PartitionContext {
         source: source.clone(),
         target: target.clone(),
@@ -106,6 +145,7 @@ async fn flow_loop(
             AutoOffsetReset::Earliest | AutoOffsetReset::None => OffsetReset::Earliest,
         },
         progress: progress.clone(),
+        syncs: syncs.clone(),
         stats: stats.clone(),
         request_timeout_ms: 30_000,
     };
@@ -152,6 +192,12 @@ async fn flow_loop(
         }
         tokio::select! {
             _ = flush.tick() => {
+                // Syncs first: a checkpoint must never rely on progress the syncs do not show.
+                if let Some(syncs) = &syncs {
+                    if let Err(error) = syncs.flush().await {
+                        tracing::warn!(flow = %name, %error, "writing offset syncs failed; retrying");
+                    }
+                }
                 if let Err(error) = progress.flush().await {
                     tracing::warn!(flow = %name, %error, "storing progress failed; retrying");
                 }
@@ -171,7 +217,15 @@ async fn flow_loop(
             Ok(Ok(Ok(()))) | Err(_) => {}
         }
     }
+    if let Some(syncs) = &syncs {
+        syncs.flush().await?;
+    }
     progress.flush().await?;
+    if let Some(checkpoints) = checkpoints {
+        if let Ok(Err(error)) = checkpoints.await {
+            first_error.get_or_insert(error);
+        }
+    }
     tracing::info!(flow = %name, records = stats.records(), bytes = stats.bytes(), "flow stopped");
     first_error.map_or(Ok(()), Err)
 }

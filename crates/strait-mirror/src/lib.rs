@@ -8,16 +8,26 @@
 //! of the remote topic as an idempotent producer with several batches in flight. Progress is
 //! recorded only after the target acknowledged, and stored where MM2 keeps it
 //! (`mm2-offsets.<source>.internal` on the target, see [`ProgressStore`]).
+//!
+//! Beside the data path each flow writes MM2's offset syncs ([`OffsetSyncs`]), checkpoints
+//! (consumer group positions translated for the target, optionally committed into idle target
+//! groups) and heartbeats, byte-compatible with MM2 so that `RemoteClusterUtils` reads them.
 
+mod checkpoints;
 mod error;
 mod flow;
+mod heartbeats;
+mod internal;
 mod murmur2;
 mod partition;
 mod progress;
 mod stats;
+mod syncs;
 
+pub use checkpoints::read_checkpoints;
 pub use error::MirrorError;
 pub use flow::{run_flow, FlowHandle};
 pub use partition::OffsetReset;
 pub use progress::{connect_offset_key, ProgressStore};
 pub use stats::{OffsetMapping, Stats};
+pub use syncs::OffsetSyncs;

@@ -16,6 +16,7 @@ use strait_wire::{rebuild_batch, AbortedTransactionFilter, BatchVerdict, Produce
 use tokio::sync::{mpsc, watch};
 
 use crate::progress::ProgressStore;
+use crate::syncs::OffsetSyncs;
 use crate::{MirrorError, OffsetMapping, Stats};
 
 /// Batches a partition may have un-acknowledged on the target: Kafka's idempotent producer
@@ -47,6 +48,7 @@ pub(crate) struct PartitionContext {
     pub read_committed: bool,
     pub reset: OffsetReset,
     pub progress: Arc<ProgressStore>,
+    pub syncs: Option<Arc<OffsetSyncs>>,
     pub stats: Arc<Stats>,
     pub request_timeout_ms: i32,
 }
@@ -412,6 +414,9 @@ async fn produce_loop(
                     .stats
                     .record_forwarded(batch.records_count() as u64, batch.size() as u64);
                 for mapping in done.outgoing.mappings(&route, base_offset) {
+                    if let Some(syncs) = &context.syncs {
+                        syncs.record(&mapping);
+                    }
                     context.stats.record_mapping(mapping);
                 }
             }

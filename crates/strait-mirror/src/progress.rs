@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use strait_client::{KafkaClient, NewTopic, OffsetSpec};
-use strait_wire::{decode_records, RecordBatchBuilder, RecordBatches};
+use strait_client::KafkaClient;
 
+use crate::internal::{ensure_compacted_topic, read_partition, write_records};
 use crate::murmur2::partition_for_key;
 use crate::MirrorError;
 
@@ -50,83 +50,22 @@ impl ProgressStore {
     /// Opens (creating if needed) the progress topic on the target and loads it.
     pub async fn open(client: &KafkaClient, source_alias: &str, replication_factor: i16) -> Result<Self, MirrorError> {
         let topic = Self::topic_name(source_alias);
-        let fail = |source| MirrorError::Client {
-            cluster: "target".into(),
-            error: source,
-        };
-        client
-            .create_topics(&[NewTopic {
-                name: topic.clone(),
-                partitions: PARTITIONS,
-                replication_factor,
-                configs: vec![("cleanup.policy".into(), "compact".into())],
-            }])
-            .await
-            .map_err(fail)?;
-        let metadata = client
-            .wait_for_leaders(&topic, std::time::Duration::from_secs(60))
-            .await
-            .map_err(fail)?;
+        let partitions = ensure_compacted_topic(client, "target", &topic, PARTITIONS, replication_factor).await?;
         let store = ProgressStore {
             client: client.clone(),
             topic,
             source_alias: source_alias.into(),
-            partitions: metadata.partitions.len() as i32,
+            partitions,
             state: Mutex::new(State::default()),
         };
-        store.load().await?;
-        Ok(store)
-    }
-
-    async fn load(&self) -> Result<(), MirrorError> {
-        let fail = |source| MirrorError::Client {
-            cluster: "target".into(),
-            error: source,
-        };
-        let partitions: Vec<i32> = (0..self.partitions).collect();
-        let starts = self
-            .client
-            .list_offsets(&self.topic, &partitions, OffsetSpec::Earliest)
-            .await
-            .map_err(fail)?;
-        let ends = self
-            .client
-            .list_offsets(&self.topic, &partitions, OffsetSpec::Latest)
-            .await
-            .map_err(fail)?;
         let mut state = State::default();
-        for partition in partitions {
-            let (mut position, end) = (starts[&partition], ends[&partition]);
-            while position < end {
-                let fetched = self
-                    .client
-                    .fetch(&self.topic, partition, position, 1 << 20, false)
-                    .await
-                    .map_err(fail)?;
-                let before = position;
-                for batch in RecordBatches::new(fetched.records) {
-                    let batch = batch.map_err(|e| self.corrupt(e.to_string()))?;
-                    if batch.is_control() {
-                        position = batch.next_offset();
-                        continue;
-                    }
-                    for record in decode_records(&batch).map_err(|e| self.corrupt(e.to_string()))? {
-                        let offset = batch.base_offset() + i64::from(record.offset_delta);
-                        if offset >= position {
-                            self.apply(&mut state, record.key.as_deref(), record.value.as_deref())?;
-                        }
-                    }
-                    position = batch.next_offset();
-                }
-                if position == before {
-                    return Err(self.corrupt(format!(
-                        "no progress reading partition {partition} at offset {position}"
-                    )));
-                }
+        for partition in 0..partitions {
+            for (key, value) in read_partition(client, "target", &store.topic, partition).await? {
+                store.apply(&mut state, key.as_deref(), value.as_deref())?;
             }
         }
-        *self.state.lock().expect("progress lock") = state;
-        Ok(())
+        *store.state.lock().expect("progress lock") = state;
+        Ok(store)
     }
 
     fn corrupt(&self, message: String) -> MirrorError {
@@ -191,27 +130,23 @@ impl ProgressStore {
         if dirty.is_empty() {
             return Ok(());
         }
-        let mut batches: BTreeMap<i32, RecordBatchBuilder> = BTreeMap::new();
-        let now = now_ms();
+        let mut batches: BTreeMap<i32, Vec<(Bytes, Bytes)>> = BTreeMap::new();
         for ((topic, partition), offset) in &dirty {
             let key = connect_offset_key(&self.source_alias, topic, *partition);
             let value = format!("{{\"offset\":{offset}}}");
             batches
                 .entry(partition_for_key(key.as_bytes(), self.partitions))
                 .or_default()
-                .push(Some(Bytes::from(key)), Some(Bytes::from(value)), Vec::new(), now);
+                .push((key.into(), value.into()));
         }
-        for (partition, builder) in batches {
-            if let Err(source) = self.client.produce(&self.topic, partition, vec![builder.build()]).await {
+        for (partition, records) in batches {
+            if let Err(error) = write_records(&self.client, "target", &self.topic, partition, records).await {
                 // Put the entries back (unless newer ones arrived) so the next flush retries them.
                 let mut state = self.state.lock().expect("progress lock");
                 for (key, offset) in dirty {
                     state.dirty.entry(key).or_insert(offset);
                 }
-                return Err(MirrorError::Client {
-                    cluster: "target".into(),
-                    error: source,
-                });
+                return Err(error);
             }
         }
         Ok(())
@@ -227,12 +162,6 @@ pub fn connect_offset_key(source_alias: &str, topic: &str, partition: i32) -> St
         json(source_alias),
         json(topic)
     )
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]

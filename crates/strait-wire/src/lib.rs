@@ -8,12 +8,14 @@
 //! - [`AbortedTransactionFilter`] drops aborted transactional data under read_committed.
 //! - [`decode_records`] (the slow path: decompression) and [`RecordBatchBuilder`] for records
 //!   Strait writes itself.
+//! - [`OffsetSync`], [`Checkpoint`], [`Heartbeat`]: MirrorMaker 2's internal records.
 //!
 //! Format: <https://kafka.apache.org/documentation/#recordbatch>.
 
 mod batch;
 mod compression;
 mod error;
+mod mm2;
 mod records;
 mod rewrite;
 mod txn;
@@ -23,6 +25,7 @@ pub use batch::{
     Compression, ControlType, RecordBatch, RecordBatches, TimestampType, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
 };
 pub use error::WireError;
+pub use mm2::{Checkpoint, Heartbeat, OffsetSync};
 pub use records::{decode_records, rebuild_batch, Header, RebuiltBatch, Record, RecordBatchBuilder};
 pub use rewrite::{ForwardBatch, ProducerState};
 pub use txn::{AbortedTransactionFilter, BatchVerdict};

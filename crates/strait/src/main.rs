@@ -1,6 +1,7 @@
 //! `strait`: the command-line entry point.
 
 mod demo;
+mod groups;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +21,10 @@ enum Command {
     Run(run::RunArgs),
     /// Parse an MM2 configuration and print the effective flows and settings.
     CheckConfig(run::CheckConfigArgs),
+    /// Print the latest checkpoints (consumer group positions translated for the target).
+    Checkpoints(groups::CheckpointsArgs),
+    /// Print the target offsets a consumer group failing over should use.
+    Translate(groups::TranslateArgs),
     /// Start two local Kafka clusters (fetched with Maven), put data in the source and show the
     /// mirror at work; everything is stopped and removed at the end.
     Demo(demo::DemoArgs),
@@ -35,6 +40,8 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => runtime.block_on(run::run(args)),
         Command::CheckConfig(args) => run::check_config(args),
+        Command::Checkpoints(args) => runtime.block_on(groups::run_checkpoints(args)),
+        Command::Translate(args) => runtime.block_on(groups::run_translate(args)),
         Command::Demo(args) => runtime.block_on(demo::run(args)),
     }
 }

@@ -51,14 +51,16 @@ pub fn check_config(args: CheckConfigArgs) -> anyhow::Result<()> {
 /// `strait run`.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let config = load(&args.config)?;
+    // Every pair MM2 would run a herder for: enabled flows, and heartbeat-only ones.
     let flows: Vec<_> = config
-        .enabled_flows()
+        .flows()
+        .iter()
         .filter(|flow| args.clusters.is_empty() || args.clusters.contains(&flow.target.alias))
         .cloned()
         .collect();
     anyhow::ensure!(
         !flows.is_empty(),
-        "no enabled source->target flow in {}{}: enable one with e.g. `A->B.enabled = true`",
+        "no source->target flow to run in {}{}: enable one with e.g. `A->B.enabled = true`",
         args.config.display(),
         if args.clusters.is_empty() {
             String::new()

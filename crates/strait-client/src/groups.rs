@@ -1,0 +1,222 @@
+//! Consumer group requests: listing, committed offsets, state, and committing for a group that
+//! has no members (what MirrorMaker 2's checkpoint connector does through the admin client).
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
+use kafka_protocol::messages::{
+    DescribeGroupsRequest, FindCoordinatorRequest, GroupId, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::client::{retrying, topic_name};
+use crate::{BrokerConnection, Error, KafkaClient, Result};
+
+/// A group as ListGroups reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedGroup {
+    /// The group id.
+    pub group_id: String,
+    /// `consumer` for consumer groups (empty for some other kinds).
+    pub protocol_type: String,
+    /// The state (`Stable`, `Empty`, …).
+    pub state: String,
+}
+
+/// A committed offset and its metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedOffset {
+    /// The next offset the group will read.
+    pub offset: i64,
+    /// The commit metadata (empty if none).
+    pub metadata: String,
+}
+
+/// A group's state as DescribeGroups reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDescription {
+    /// `Empty`, `Stable`, `PreparingRebalance`, `CompletingRebalance` or `Dead` (no such group).
+    pub state: String,
+    /// Number of members.
+    pub members: usize,
+}
+
+impl KafkaClient {
+    /// The connection to `group`'s coordinator.
+    pub async fn group_coordinator(&self, group: &str) -> Result<BrokerConnection> {
+        let connection = self.any_connection().await?;
+        // v4+ asks for a list of keys; older versions for one.
+        let request = if connection.version(kafka_protocol::messages::ApiKey::FindCoordinator)? >= 4 {
+            FindCoordinatorRequest::default().with_coordinator_keys(vec![StrBytes::from_string(group.into())])
+        } else {
+            FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.into()))
+        };
+        let response = connection.send(&request).await?;
+        let context = || format!("FindCoordinator {group}");
+        let node = match response.coordinators.first() {
+            Some(c) => {
+                Error::check(c.error_code, context, c.error_message.as_deref())?;
+                c.node_id.0
+            }
+            None => {
+                Error::check(response.error_code, context, response.error_message.as_deref())?;
+                response.node_id.0
+            }
+        };
+        self.connection(node).await
+    }
+
+    /// Every group of the cluster (ListGroups on every broker).
+    pub async fn list_groups(&self) -> Result<Vec<ListedGroup>> {
+        let brokers: Vec<i32> = self.metadata(Some(&[])).await?.brokers.keys().copied().collect();
+        let mut groups = Vec::new();
+        for broker in brokers {
+            let response = self
+                .connection(broker)
+                .await?
+                .send(&ListGroupsRequest::default())
+                .await?;
+            Error::check(response.error_code, || "ListGroups".into(), None)?;
+            groups.extend(response.groups.iter().map(|g| ListedGroup {
+                group_id: g.group_id.0.to_string(),
+                protocol_type: g.protocol_type.to_string(),
+                state: g.group_state.to_string(),
+            }));
+        }
+        Ok(groups)
+    }
+
+    /// The committed offsets of `group`, by topic and partition.
+    pub async fn committed_offsets(&self, group: &str) -> Result<BTreeMap<(String, i32), CommittedOffset>> {
+        retrying(self.config().connection.request_timeout, || async {
+            let connection = self.group_coordinator(group).await?;
+            let group_id = GroupId(StrBytes::from_string(group.into()));
+            let version = connection.version(kafka_protocol::messages::ApiKey::OffsetFetch)?;
+            let request = if version >= 8 {
+                OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
+                    .with_group_id(group_id)
+                    .with_topics(None)])
+            } else {
+                OffsetFetchRequest::default().with_group_id(group_id).with_topics(None)
+            };
+            let response = connection.send(&request).await?;
+            let context = || format!("OffsetFetch {group}");
+            let mut offsets = BTreeMap::new();
+            let mut add = |topic: &str, partition: i32, offset: i64, metadata: Option<&StrBytes>, error: i16| {
+                Error::check(error, || format!("OffsetFetch {group} {topic}-{partition}"), None)?;
+                if offset >= 0 {
+                    let metadata = metadata.map(|m| m.to_string()).unwrap_or_default();
+                    offsets.insert((topic.to_owned(), partition), CommittedOffset { offset, metadata });
+                }
+                Ok::<_, Error>(())
+            };
+            if version >= 8 {
+                for g in &response.groups {
+                    Error::check(g.error_code, context, None)?;
+                    for t in &g.topics {
+                        for p in &t.partitions {
+                            add(
+                                &t.name.0,
+                                p.partition_index,
+                                p.committed_offset,
+                                p.metadata.as_ref(),
+                                p.error_code,
+                            )?;
+                        }
+                    }
+                }
+            } else {
+                Error::check(response.error_code, context, None)?;
+                for t in &response.topics {
+                    for p in &t.partitions {
+                        add(
+                            &t.name.0,
+                            p.partition_index,
+                            p.committed_offset,
+                            p.metadata.as_ref(),
+                            p.error_code,
+                        )?;
+                    }
+                }
+            }
+            Ok(offsets)
+        })
+        .await
+    }
+
+    /// The state and member count of `group` (`Dead` with no members if it does not exist).
+    pub async fn describe_group(&self, group: &str) -> Result<GroupDescription> {
+        retrying(self.config().connection.request_timeout, || async {
+            let connection = self.group_coordinator(group).await?;
+            let request =
+                DescribeGroupsRequest::default().with_groups(vec![GroupId(StrBytes::from_string(group.into()))]);
+            let response = connection.send(&request).await?;
+            let described = response
+                .groups
+                .first()
+                .ok_or_else(|| Error::NoBroker(format!("DescribeGroups {group}: no answer")))?;
+            if described.error_code == 69 {
+                // GROUP_ID_NOT_FOUND: Kafka 4 answers so for a group that does not exist.
+                return Ok(GroupDescription {
+                    state: "Dead".into(),
+                    members: 0,
+                });
+            }
+            Error::check(
+                described.error_code,
+                || format!("DescribeGroups {group}"),
+                described.error_message.as_deref(),
+            )?;
+            Ok(GroupDescription {
+                state: described.group_state.to_string(),
+                members: described.members.len(),
+            })
+        })
+        .await
+    }
+
+    /// Commits offsets for `group` as a client outside the group (generation -1, no member id).
+    /// The broker accepts this only while the group has no members (`UNKNOWN_MEMBER_ID`
+    /// otherwise), which protects live consumers.
+    pub async fn commit_offsets(&self, group: &str, offsets: &BTreeMap<(String, i32), CommittedOffset>) -> Result<()> {
+        let mut topics: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
+        for ((topic, partition), committed) in offsets {
+            topics.entry(topic).or_default().push(
+                OffsetCommitRequestPartition::default()
+                    .with_partition_index(*partition)
+                    .with_committed_offset(committed.offset)
+                    .with_committed_leader_epoch(-1)
+                    .with_committed_metadata(Some(StrBytes::from_string(committed.metadata.clone()))),
+            );
+        }
+        let request = OffsetCommitRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(group.into())))
+            .with_generation_id_or_member_epoch(-1)
+            .with_member_id(StrBytes::from_static_str(""))
+            .with_topics(
+                topics
+                    .into_iter()
+                    .map(|(name, partitions)| {
+                        OffsetCommitRequestTopic::default()
+                            .with_name(topic_name(name))
+                            .with_partitions(partitions)
+                    })
+                    .collect(),
+            );
+        let response = retrying(self.config().connection.request_timeout, || async {
+            self.group_coordinator(group).await?.send(&request).await
+        })
+        .await?;
+        for t in &response.topics {
+            for p in &t.partitions {
+                Error::check(
+                    p.error_code,
+                    || format!("OffsetCommit {group} {}-{}", t.name.0.as_str(), p.partition_index),
+                    None,
+                )?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,201 @@
+//! Checkpoints: consumer groups' source positions translated for the target, written to
+//! `<source>.checkpoints.internal` on the target in MM2's format, and, with
+//! `sync.group.offsets.enabled`, committed into target groups that have no active members.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use strait_client::{CommittedOffset, KafkaClient};
+use strait_config::FlowConfig;
+use strait_wire::Checkpoint;
+use tokio::sync::watch;
+
+use crate::internal::{ensure_compacted_topic, read_partition, write_records};
+use crate::syncs::OffsetSyncs;
+use crate::MirrorError;
+
+/// The latest checkpoint per (group, downstream topic, partition) in a checkpoints topic, sorted.
+/// Records that are not checkpoints are skipped, as MM2's `MirrorClient` skips them.
+pub async fn read_checkpoints(
+    target: &KafkaClient,
+    cluster: &str,
+    topic: &str,
+) -> Result<Vec<Checkpoint>, MirrorError> {
+    let mut latest = BTreeMap::new();
+    for (key, value) in read_partition(target, cluster, topic, 0).await? {
+        if let (Some(key), Some(value)) = (key, value) {
+            if let Ok(checkpoint) = Checkpoint::decode(&key, &value) {
+                latest.insert(checkpoint_key(&checkpoint), checkpoint);
+            }
+        }
+    }
+    Ok(latest.into_values().collect())
+}
+
+/// (group, downstream topic, partition).
+type CheckpointKey = (String, String, i32);
+
+/// Emits checkpoints every `emit.checkpoints.interval.seconds` until `shutdown`.
+pub(crate) async fn checkpoint_loop(
+    flow: FlowConfig,
+    source: KafkaClient,
+    target: KafkaClient,
+    syncs: Arc<OffsetSyncs>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), MirrorError> {
+    let Some(interval) = flow.emit_checkpoints.interval() else {
+        return Ok(());
+    };
+    let target_alias = flow.target.alias.clone();
+    let topic = flow.checkpoints_topic();
+    ensure_compacted_topic(
+        &target,
+        &target_alias,
+        &topic,
+        1,
+        flow.checkpoints_topic_replication_factor,
+    )
+    .await?;
+    // The latest checkpoint per key: the monotonic guard survives restarts (as in MM2 3.8+).
+    let mut latest: HashMap<CheckpointKey, Checkpoint> = read_checkpoints(&target, &target_alias, &topic)
+        .await?
+        .into_iter()
+        .map(|c| (checkpoint_key(&c), c))
+        .collect();
+    let sync_interval = flow.sync_group_offsets.interval();
+    let mut next_group_sync = tokio::time::Instant::now() + sync_interval.unwrap_or(Duration::MAX / 4);
+    let mut ticker = tokio::time::interval(interval);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = shutdown.changed() => return Ok(()),
+        }
+        match emit_checkpoints(&flow, &source, &target, &syncs, &topic, &mut latest).await {
+            Ok(written) if written > 0 => tracing::debug!(flow = %flow.name(), written, "checkpoints written"),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(flow = %flow.name(), %error, "emitting checkpoints failed; retrying next interval")
+            }
+        }
+        if sync_interval.is_some() && tokio::time::Instant::now() >= next_group_sync {
+            next_group_sync = tokio::time::Instant::now() + sync_interval.unwrap_or_default();
+            sync_group_offsets(&flow, &target, &latest).await;
+        }
+    }
+}
+
+fn checkpoint_key(checkpoint: &Checkpoint) -> CheckpointKey {
+    (checkpoint.group.clone(), checkpoint.topic.clone(), checkpoint.partition)
+}
+
+/// The name of a source topic on the target, for checkpoints: a topic that came from the target
+/// goes back to its own name, others get the policy's remote name (MM2's `renameTopicPartition`).
+fn downstream_topic(flow: &FlowConfig, topic: &str) -> String {
+    if flow.policy.topic_source(topic) == Some(flow.target.alias.as_str()) {
+        flow.policy.original_topic(topic).to_owned()
+    } else {
+        flow.remote_topic(topic)
+    }
+}
+
+async fn emit_checkpoints(
+    flow: &FlowConfig,
+    source: &KafkaClient,
+    target: &KafkaClient,
+    syncs: &OffsetSyncs,
+    topic: &str,
+    latest: &mut HashMap<CheckpointKey, Checkpoint>,
+) -> Result<usize, MirrorError> {
+    let fail = |error| MirrorError::Client {
+        cluster: flow.source.alias.clone(),
+        error,
+    };
+    let groups = source.list_groups().await.map_err(fail)?;
+    let mut fresh = Vec::new();
+    for group in groups
+        .iter()
+        .filter(|g| flow.group_filter.should_replicate_group(&g.group_id))
+    {
+        let offsets = match source.committed_offsets(&group.group_id).await {
+            Ok(offsets) => offsets,
+            Err(error) => {
+                tracing::warn!(group = %group.group_id, %error, "reading the group's offsets failed; skipped this cycle");
+                continue;
+            }
+        };
+        for ((upstream_topic, partition), committed) in offsets {
+            if !flow.should_replicate_topic(&upstream_topic) {
+                continue;
+            }
+            let Some(downstream) = syncs.translate(&upstream_topic, partition, committed.offset) else {
+                continue;
+            };
+            let checkpoint = Checkpoint {
+                group: group.group_id.clone(),
+                topic: downstream_topic(flow, &upstream_topic),
+                partition,
+                upstream_offset: committed.offset,
+                downstream_offset: downstream,
+                metadata: committed.metadata,
+            };
+            // Emit only what moves forward downstream, or follows an upstream rewind.
+            let key = checkpoint_key(&checkpoint);
+            let due = latest.get(&key).is_none_or(|previous| {
+                checkpoint.upstream_offset < previous.upstream_offset
+                    || checkpoint.downstream_offset > previous.downstream_offset
+            });
+            if due {
+                latest.insert(key, checkpoint.clone());
+                fresh.push(checkpoint);
+            }
+        }
+    }
+    for chunk in fresh.chunks(1000) {
+        let records: Vec<(Bytes, Bytes)> = chunk.iter().map(|c| (c.key(), c.value())).collect();
+        write_records(target, &flow.target.alias, topic, 0, records).await?;
+    }
+    Ok(fresh.len())
+}
+
+/// Commits the latest checkpoints into target groups that have no active members, only moving
+/// them forward (MM2's `sync.group.offsets.enabled`). Groups with members are left alone.
+async fn sync_group_offsets(flow: &FlowConfig, target: &KafkaClient, latest: &HashMap<CheckpointKey, Checkpoint>) {
+    let mut by_group: BTreeMap<&str, Vec<&Checkpoint>> = BTreeMap::new();
+    for checkpoint in latest.values() {
+        by_group.entry(&checkpoint.group).or_default().push(checkpoint);
+    }
+    for (group, checkpoints) in by_group {
+        let result = async {
+            let description = target.describe_group(group).await?;
+            if description.members > 0 {
+                tracing::debug!(group, state = %description.state, "target group has active members; not syncing its offsets");
+                return Ok(0);
+            }
+            let current = target.committed_offsets(group).await?;
+            let mut updates = BTreeMap::new();
+            for checkpoint in checkpoints {
+                let key = (checkpoint.topic.clone(), checkpoint.partition);
+                if current.get(&key).is_none_or(|c| c.offset < checkpoint.downstream_offset) {
+                    updates.insert(
+                        key,
+                        CommittedOffset { offset: checkpoint.downstream_offset, metadata: checkpoint.metadata.clone() },
+                    );
+                }
+            }
+            if !updates.is_empty() {
+                target.commit_offsets(group, &updates).await?;
+            }
+            Ok::<_, strait_client::Error>(updates.len())
+        }
+        .await;
+        match result {
+            Ok(0) => {}
+            Ok(count) => {
+                tracing::info!(flow = %flow.name(), group, partitions = count, "synced group offsets to the target")
+            }
+            Err(error) => tracing::warn!(flow = %flow.name(), group, %error, "syncing group offsets failed"),
+        }
+    }
+}

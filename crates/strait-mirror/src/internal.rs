@@ -1,0 +1,123 @@
+//! Helpers for the compacted internal topics Strait shares with MirrorMaker 2.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use strait_client::{KafkaClient, NewTopic, OffsetSpec};
+use strait_wire::{decode_records, RecordBatchBuilder, RecordBatches};
+
+use crate::MirrorError;
+
+/// Creates a compacted topic unless it exists, with the replication factor capped at the number
+/// of brokers (a one-broker cluster cannot hold three replicas), and waits for its leaders.
+/// Returns its partition count.
+pub(crate) async fn ensure_compacted_topic(
+    client: &KafkaClient,
+    cluster: &str,
+    topic: &str,
+    partitions: i32,
+    replication_factor: i16,
+) -> Result<i32, MirrorError> {
+    let fail = |error| MirrorError::Client {
+        cluster: cluster.into(),
+        error,
+    };
+    let brokers = client.metadata(Some(&[])).await.map_err(fail)?.brokers.len() as i16;
+    client
+        .create_topics(&[NewTopic {
+            name: topic.into(),
+            partitions,
+            replication_factor: replication_factor.min(brokers.max(1)),
+            configs: vec![("cleanup.policy".into(), "compact".into())],
+        }])
+        .await
+        .map_err(fail)?;
+    let metadata = client
+        .wait_for_leaders(topic, Duration::from_secs(60))
+        .await
+        .map_err(fail)?;
+    Ok(metadata.partitions.len() as i32)
+}
+
+/// Every data record (key, value) of one partition, from the log start to the current end.
+pub(crate) async fn read_partition(
+    client: &KafkaClient,
+    cluster: &str,
+    topic: &str,
+    partition: i32,
+) -> Result<Vec<(Option<Bytes>, Option<Bytes>)>, MirrorError> {
+    let fail = |error| MirrorError::Client {
+        cluster: cluster.into(),
+        error,
+    };
+    let corrupt = |message: String| MirrorError::Progress {
+        topic: topic.into(),
+        message,
+    };
+    let mut position = client
+        .list_offsets(topic, &[partition], OffsetSpec::Earliest)
+        .await
+        .map_err(fail)?[&partition];
+    let end = client
+        .list_offsets(topic, &[partition], OffsetSpec::Latest)
+        .await
+        .map_err(fail)?[&partition];
+    let mut records = Vec::new();
+    while position < end {
+        let fetched = client
+            .fetch(topic, partition, position, 1 << 20, false)
+            .await
+            .map_err(fail)?;
+        let before = position;
+        for batch in RecordBatches::new(fetched.records) {
+            let batch = batch.map_err(|e| corrupt(e.to_string()))?;
+            if !batch.is_control() {
+                for record in decode_records(&batch).map_err(|e| corrupt(e.to_string()))? {
+                    if batch.base_offset() + i64::from(record.offset_delta) >= position {
+                        records.push((record.key, record.value));
+                    }
+                }
+            }
+            position = batch.next_offset();
+        }
+        if position == before {
+            return Err(corrupt(format!(
+                "no progress reading partition {partition} at offset {position}"
+            )));
+        }
+    }
+    Ok(records)
+}
+
+/// Writes (key, value) records to one partition as one uncompressed batch.
+pub(crate) async fn write_records(
+    client: &KafkaClient,
+    cluster: &str,
+    topic: &str,
+    partition: i32,
+    records: impl IntoIterator<Item = (Bytes, Bytes)>,
+) -> Result<(), MirrorError> {
+    let now = now_ms();
+    let mut builder = RecordBatchBuilder::new();
+    for (key, value) in records {
+        builder.push(Some(key), Some(value), Vec::new(), now);
+    }
+    if builder.is_empty() {
+        return Ok(());
+    }
+    client
+        .produce(topic, partition, vec![builder.build()])
+        .await
+        .map(drop)
+        .map_err(|error| MirrorError::Client {
+            cluster: cluster.into(),
+            error,
+        })
+}
+
+/// Wall-clock time in epoch milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,131 @@
+//! Offset syncs: where forwarded records landed, written to MirrorMaker 2's offset-syncs topic
+//! (so MM2's own tools translate with them) and kept in memory for Strait's checkpoints.
+//!
+//! MM2 writes a sync for a record when translation would otherwise lag by `offset.lag.max` or
+//! the offsets jump, and a delayed one for the last record of a quiet partition. Strait knows
+//! the exact target offset of every batch it forwarded, so it writes a sync for the first record
+//! of every batch (and the delayed last one): a consumer group that stopped at a batch boundary
+//! then translates exactly, with MM2's reader as well as Strait's.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use strait_client::KafkaClient;
+use strait_wire::OffsetSync;
+
+use crate::internal::{ensure_compacted_topic, read_partition, write_records};
+use crate::{MirrorError, OffsetMapping};
+
+/// Syncs kept in memory per partition for translation; older ones are dropped.
+const HISTORY: usize = 4096;
+
+/// The offset-syncs topic of one flow, and the translation it allows.
+#[derive(Debug)]
+pub struct OffsetSyncs {
+    client: KafkaClient,
+    cluster: String,
+    topic: String,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Syncs to write at the next flush, in order.
+    pending: Vec<OffsetSync>,
+    /// The last forwarded record of each partition, written at the next flush too.
+    delayed: BTreeMap<(String, i32), OffsetSync>,
+    /// upstream → downstream, per partition.
+    history: HashMap<(String, i32), BTreeMap<i64, i64>>,
+}
+
+impl OffsetSyncs {
+    /// Opens (creating if needed) the offset-syncs `topic` on `client`'s cluster and loads what
+    /// it holds (after compaction: at least the latest sync of every partition).
+    pub async fn open(
+        client: &KafkaClient,
+        cluster: &str,
+        topic: &str,
+        replication_factor: i16,
+    ) -> Result<Self, MirrorError> {
+        ensure_compacted_topic(client, cluster, topic, 1, replication_factor).await?;
+        let mut state = State::default();
+        for (key, value) in read_partition(client, cluster, topic, 0).await? {
+            // MM2's reader fails on foreign records; Strait skips them and says so.
+            match (key, value) {
+                (Some(key), Some(value)) => match OffsetSync::decode(&key, &value) {
+                    Ok(sync) => state.remember(&sync),
+                    Err(error) => tracing::warn!(topic, %error, "skipping a record that is not an offset sync"),
+                },
+                _ => tracing::warn!(topic, "skipping a record without key or value"),
+            }
+        }
+        Ok(OffsetSyncs {
+            client: client.clone(),
+            cluster: cluster.into(),
+            topic: topic.into(),
+            state: Mutex::new(state),
+        })
+    }
+
+    /// Takes note of an acknowledged run of records.
+    pub fn record(&self, mapping: &OffsetMapping) {
+        let sync = |upstream_offset, downstream_offset| OffsetSync {
+            topic: mapping.source_topic.clone(),
+            partition: mapping.partition,
+            upstream_offset,
+            downstream_offset,
+        };
+        let last = i64::from(mapping.records) - 1;
+        let first = sync(mapping.source_offset, mapping.target_offset);
+        let mut state = self.state.lock().expect("syncs lock");
+        state.remember(&first);
+        state.pending.push(first);
+        let last = sync(mapping.source_offset + last, mapping.target_offset + last);
+        state.remember(&last);
+        state
+            .delayed
+            .insert((mapping.source_topic.clone(), mapping.partition), last);
+    }
+
+    /// Writes the syncs noted since the last flush.
+    pub async fn flush(&self) -> Result<(), MirrorError> {
+        let syncs: Vec<OffsetSync> = {
+            let mut state = self.state.lock().expect("syncs lock");
+            let mut syncs = std::mem::take(&mut state.pending);
+            syncs.extend(std::mem::take(&mut state.delayed).into_values());
+            syncs
+        };
+        for chunk in syncs.chunks(1000) {
+            let records: Vec<(Bytes, Bytes)> = chunk.iter().map(|s| (s.key(), s.value())).collect();
+            write_records(&self.client, &self.cluster, &self.topic, 0, records).await?;
+        }
+        Ok(())
+    }
+
+    /// The downstream offset for a group's upstream position, by MM2's rule: exact where a sync
+    /// has that upstream offset, else one past the closest earlier sync (never past a record
+    /// the group has not read); `None` when no sync is at or before it.
+    pub fn translate(&self, topic: &str, partition: i32, upstream: i64) -> Option<i64> {
+        let state = self.state.lock().expect("syncs lock");
+        let history = state.history.get(&(topic.to_owned(), partition))?;
+        let (&synced_upstream, &downstream) = history.range(..=upstream).next_back()?;
+        Some(if synced_upstream == upstream {
+            downstream
+        } else {
+            downstream + 1
+        })
+    }
+}
+
+impl State {
+    fn remember(&mut self, sync: &OffsetSync) {
+        let history = self.history.entry((sync.topic.clone(), sync.partition)).or_default();
+        // An upstream rewind (a recreated topic) makes older syncs meaningless.
+        history.retain(|&upstream, _| upstream < sync.upstream_offset);
+        history.insert(sync.upstream_offset, sync.downstream_offset);
+        while history.len() > HISTORY {
+            history.pop_first();
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! Offset syncs, checkpoints, heartbeats and group offset sync, judged by MirrorMaker 2's own
+//! client library (`RemoteClusterUtils`) and by real consumer groups failing over.
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::Stdio;
+use std::time::Duration;
+
+use bytes::Bytes;
+use strait_tests::*;
+use strait_wire::{Heartbeat, RecordBatchBuilder};
+
+const PARTITIONS: i32 = 2;
+const BATCHES: usize = 10;
+const PER_BATCH: usize = 100;
+/// Records already in the remote topic before mirroring starts, so that target offsets differ
+/// from source offsets and translation has something to do.
+const SHIFT: usize = 37;
+
+/// Writes numbered records `p<partition>-<n>` in batches of [`PER_BATCH`].
+async fn write(client: &strait_client::KafkaClient, topic: &str, prefix: &str, batches: usize) {
+    for partition in 0..PARTITIONS {
+        for b in 0..batches {
+            let mut builder = RecordBatchBuilder::new();
+            for r in 0..PER_BATCH {
+                let value = format!("{prefix}p{partition}-{}", b * PER_BATCH + r);
+                builder.push(None, Some(Bytes::from(value)), vec![], 1_700_000_000_000);
+            }
+            client.produce(topic, partition, vec![builder.build()]).await.unwrap();
+        }
+    }
+}
+
+/// Runs a real consumer group member (tests/java/ConsumeAndCommit.java); returns the values read.
+async fn consume(bootstrap: String, topic: String, group: String, limit: i64) -> Vec<String> {
+    tokio::task::spawn_blocking(move || {
+        let mut command = java_program("ConsumeAndCommit");
+        command.args([&bootstrap, &topic, &group, &PARTITIONS.to_string(), &limit.to_string()]);
+        let output = run_ok(command);
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    })
+    .await
+    .unwrap()
+}
+
+/// Asks MM2's `RemoteClusterUtils` about the target (tests/java/Mm2Client.java).
+async fn remote_cluster_utils(group: &str) -> HashMap<String, String> {
+    let (bootstrap, group) = (clusters().target.bootstrap_servers(), group.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let mut command = java_program("Mm2Client");
+        command.args([&bootstrap, "source", &group]);
+        let output = run_ok(command);
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| match line.strip_prefix("offset ") {
+                Some(rest) => {
+                    let (tp, offset) = rest.rsplit_once(' ').unwrap();
+                    (format!("offset {tp}"), offset.to_owned())
+                }
+                None => {
+                    let (key, value) = line.split_once('=').unwrap();
+                    (key.to_owned(), value.to_owned())
+                }
+            })
+            .collect()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn consumer_groups_fail_over_with_mm2s_own_client() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("failover");
+    let remote = format!("source.{topic}");
+    create_topic(&source, &topic, PARTITIONS).await;
+    create_topic(&target, &remote, PARTITIONS).await;
+    for partition in 0..PARTITIONS {
+        let mut builder = RecordBatchBuilder::new();
+        for i in 0..SHIFT {
+            builder.push(None, Some(Bytes::from(format!("junk-{i}"))), vec![], 1_700_000_000_000);
+        }
+        target.produce(&remote, partition, vec![builder.build()]).await.unwrap();
+    }
+    write(&source, &topic, "", BATCHES).await;
+
+    // Two real groups read part of the source: one stops at a batch boundary, one inside a batch.
+    let (at_boundary, inside) = (unique("group-boundary"), unique("group-inside"));
+    let read_boundary = consume(
+        clusters.source.bootstrap_servers(),
+        topic.clone(),
+        at_boundary.clone(),
+        300,
+    )
+    .await;
+    let read_inside = consume(clusters.source.bootstrap_servers(), topic.clone(), inside.clone(), 250).await;
+    assert_eq!((read_boundary.len(), read_inside.len()), (600, 500));
+
+    let mirror = start_mirror(&mm2_properties(
+        &topic,
+        "emit.checkpoints.interval.seconds = 1\nsync.group.offsets.enabled = true\nsync.group.offsets.interval.seconds = 1",
+    ));
+    let checkpoints_topic = "source.checkpoints.internal";
+    wait_until("checkpoints of both groups", || async {
+        let Ok(all) = strait_mirror::read_checkpoints(&target, "target", checkpoints_topic).await else {
+            return false;
+        };
+        [&at_boundary, &inside]
+            .iter()
+            .all(|g| all.iter().filter(|c| &&c.group == g).count() == PARTITIONS as usize)
+    })
+    .await;
+    let all = strait_mirror::read_checkpoints(&target, "target", checkpoints_topic)
+        .await
+        .unwrap();
+    for c in all.iter().filter(|c| c.group == at_boundary) {
+        assert_eq!((c.topic.as_str(), c.upstream_offset), (remote.as_str(), 300));
+        assert_eq!(c.downstream_offset, 300 + SHIFT as i64, "exact at a batch boundary");
+        assert_eq!(c.metadata, format!("m{}", c.partition), "commit metadata is carried");
+    }
+    for c in all.iter().filter(|c| c.group == inside) {
+        assert_eq!(c.upstream_offset, 250);
+        // Never past the first unread record; at most one batch back.
+        assert!(
+            (200 + SHIFT as i64..=250 + SHIFT as i64).contains(&c.downstream_offset),
+            "{c:?}"
+        );
+    }
+
+    // MM2's own client reads Strait's checkpoints and heartbeats.
+    let answers = remote_cluster_utils(&at_boundary).await;
+    for partition in 0..PARTITIONS {
+        assert_eq!(
+            answers[&format!("offset {remote} {partition}")],
+            (300 + SHIFT).to_string(),
+            "{answers:?}"
+        );
+    }
+    assert!(answers["checkpointTopics"].contains(checkpoints_topic), "{answers:?}");
+    assert!(answers["heartbeatTopics"].contains("heartbeats"), "{answers:?}");
+
+    // The synced offsets let each group go on at the target: nothing lost, and nothing read
+    // twice for the group that stopped at a batch boundary.
+    wait_until("group offsets synced into the target groups", || async {
+        let (a, b) = (
+            target.committed_offsets(&at_boundary).await,
+            target.committed_offsets(&inside).await,
+        );
+        a.is_ok_and(|a| a.len() == PARTITIONS as usize) && b.is_ok_and(|b| b.len() == PARTITIONS as usize)
+    })
+    .await;
+    mirror.stop().await.unwrap();
+    for (group, read_before, expected_dups) in [(&at_boundary, &read_boundary, Some(0)), (&inside, &read_inside, None)]
+    {
+        let read_after = consume(clusters.target.bootstrap_servers(), remote.clone(), group.clone(), -1).await;
+        assert!(
+            read_after.iter().all(|v| !v.starts_with("junk")),
+            "{group}: nothing before its position"
+        );
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for value in read_before.iter().chain(&read_after) {
+            *seen.entry(value).or_default() += 1;
+        }
+        assert_eq!(
+            seen.len(),
+            PARTITIONS as usize * BATCHES * PER_BATCH,
+            "{group}: every record read once at least"
+        );
+        let duplicates: usize = seen.values().map(|c| c - 1).sum();
+        println!(
+            "failover {group}: {} read at the source, {} at the target, {duplicates} duplicates",
+            read_before.len(),
+            read_after.len()
+        );
+        if let Some(expected) = expected_dups {
+            assert_eq!(duplicates, expected, "{group}");
+        } else {
+            assert!(
+                duplicates <= PARTITIONS as usize * PER_BATCH,
+                "{group}: at most a batch per partition again"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn offsets_are_not_synced_into_a_group_with_active_members() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("active");
+    let remote = format!("source.{topic}");
+    create_topic(&source, &topic, PARTITIONS).await;
+    create_topic(&target, &remote, PARTITIONS).await;
+    write(&source, &topic, "", 2).await;
+    let group = unique("group-active");
+    consume(clusters.source.bootstrap_servers(), topic.clone(), group.clone(), 100).await;
+
+    // A member of the same group stays subscribed to the remote topic on the target; it commits
+    // nothing itself.
+    let mut member = strait_testkit::KafkaDist::get()
+        .unwrap()
+        .java("org.apache.kafka.tools.consumer.ConsoleConsumer")
+        .args([
+            "--bootstrap-server",
+            &clusters.target.bootstrap_servers(),
+            "--topic",
+            &remote,
+        ])
+        .args(["--group", &group, "--consumer-property", "enable.auto.commit=false"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the member to join on the target", || async {
+        target.describe_group(&group).await.is_ok_and(|d| d.members > 0)
+    })
+    .await;
+
+    let mirror = start_mirror(&mm2_properties(
+        &topic,
+        "emit.checkpoints.interval.seconds = 1\nsync.group.offsets.enabled = true\nsync.group.offsets.interval.seconds = 1",
+    ));
+    wait_until("a checkpoint for the group", || async {
+        strait_mirror::read_checkpoints(&target, "target", "source.checkpoints.internal")
+            .await
+            .is_ok_and(|all| all.iter().any(|c| c.group == group))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await; // Several sync intervals.
+    let committed = target.committed_offsets(&group).await.unwrap();
+    mirror.stop().await.unwrap();
+    let _ = member.kill();
+    let _ = member.wait();
+    assert!(
+        committed.is_empty(),
+        "nothing committed into an active group: {committed:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn heartbeats_appear_at_the_configured_interval() {
+    let clusters = clusters();
+    let target = client(&clusters.target).await;
+    let topic = unique("hb");
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mirror = start_mirror(&mm2_properties(&topic, "emit.heartbeats.interval.seconds = 1"));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    mirror.stop().await.unwrap();
+    // Other tests' mirrors write heartbeats too: look at the records from this test's time on,
+    // and check that no second passes without one.
+    let mut times: Vec<i64> = read_records(&target, "heartbeats", 0)
+        .await
+        .into_iter()
+        .filter_map(|(key, value, _, _)| Heartbeat::decode(&key?, &value?).ok())
+        .filter(|h| h.source_cluster_alias == "source" && h.target_cluster_alias == "target" && h.timestamp >= started)
+        .map(|h| h.timestamp)
+        .collect();
+    times.sort();
+    assert!(times.len() >= 4, "heartbeats in 5 s: {times:?}");
+    let gaps: Vec<i64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.iter().all(|&g| g <= 1_500), "gaps between heartbeats: {gaps:?}");
+}
