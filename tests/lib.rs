@@ -149,11 +149,16 @@ pub fn mm2_properties(topics: &str, extra: &str) -> String {
 
 /// Starts the flow `source->target` of `properties` in this process.
 pub fn start_mirror(properties: &str) -> strait_mirror::FlowHandle {
+    start_flow(properties, "source", "target")
+}
+
+/// Starts the flow `from->to` of `properties` (enabled, or heartbeats only) in this process.
+pub fn start_flow(properties: &str, from: &str, to: &str) -> strait_mirror::FlowHandle {
     let config = strait_config::Mm2Config::parse(properties).expect("a valid mm2.properties");
     strait_mirror::run_flow(
         config
-            .flow("source", "target")
-            .expect("the source->target flow")
+            .flow(from, to)
+            .unwrap_or_else(|| panic!("the {from}->{to} flow"))
             .clone(),
     )
 }
@@ -270,4 +275,13 @@ pub fn run_ok(mut command: std::process::Command) -> Output {
         String::from_utf8_lossy(&output.stderr)
     );
     output
+}
+
+/// Now in epoch milliseconds: test records carry current timestamps, since the brokers delete
+/// segments older than the 7-day retention (which old fixed timestamps would be).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as i64
 }

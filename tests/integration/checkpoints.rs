@@ -23,7 +23,7 @@ async fn write(client: &strait_client::KafkaClient, topic: &str, prefix: &str, b
             let mut builder = RecordBatchBuilder::new();
             for r in 0..PER_BATCH {
                 let value = format!("{prefix}p{partition}-{}", b * PER_BATCH + r);
-                builder.push(None, Some(Bytes::from(value)), vec![], 1_700_000_000_000);
+                builder.push(None, Some(Bytes::from(value)), vec![], now_ms());
             }
             client.produce(topic, partition, vec![builder.build()]).await.unwrap();
         }
@@ -83,7 +83,7 @@ async fn consumer_groups_fail_over_with_mm2s_own_client() {
     for partition in 0..PARTITIONS {
         let mut builder = RecordBatchBuilder::new();
         for i in 0..SHIFT {
-            builder.push(None, Some(Bytes::from(format!("junk-{i}"))), vec![], 1_700_000_000_000);
+            builder.push(None, Some(Bytes::from(format!("junk-{i}"))), vec![], now_ms());
         }
         target.produce(&remote, partition, vec![builder.build()]).await.unwrap();
     }
@@ -267,4 +267,28 @@ async fn heartbeats_appear_at_the_configured_interval() {
     assert!(times.len() >= 4, "heartbeats in 5 s: {times:?}");
     let gaps: Vec<i64> = times.windows(2).map(|w| w[1] - w[0]).collect();
     assert!(gaps.iter().all(|&g| g <= 1_500), "gaps between heartbeats: {gaps:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn remote_cluster_utils_sees_the_heartbeat_chain() {
+    let target = client(&clusters().target).await;
+    let topic = unique("hops");
+    // MM2 runs a heartbeat-only target->source pair: it writes heartbeats into the source, which
+    // source->target replicates as `source.heartbeats`.
+    let properties = mm2_properties(
+        &topic,
+        "refresh.topics.interval.seconds = 1\nemit.heartbeats.interval.seconds = 1",
+    );
+    let reverse = start_flow(&properties, "target", "source");
+    let mirror = start_mirror(&properties);
+    wait_until("source.heartbeats on the target", || async {
+        end_offsets(&target, "source.heartbeats").await > 0
+    })
+    .await;
+    let answers = remote_cluster_utils("no-such-group").await;
+    mirror.stop().await.unwrap();
+    reverse.stop().await.unwrap();
+    assert_eq!(answers["hops"], "1", "{answers:?}");
+    assert_eq!(answers["upstream"], "[source]", "{answers:?}");
+    assert!(answers["heartbeatTopics"].contains("source.heartbeats"), "{answers:?}");
 }

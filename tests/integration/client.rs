@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use strait_client::OffsetSpec;
-use strait_tests::{client, clusters, create_topic, java_produce, unique};
+use strait_tests::{client, clusters, create_topic, java_produce, now_ms, unique};
 use strait_wire::{decode_records, Compression, Header, RecordBatch, RecordBatchBuilder, RecordBatches};
 
 /// Reads every batch of `topic`/`partition` from the log start to the end.
@@ -57,7 +57,7 @@ async fn produces_and_fetches_batches_byte_for_byte() {
                 Some(Bytes::from(format!("key-{i}-{j}"))),
                 Some(Bytes::from(vec![i as u8; 100 + j])),
                 vec![header],
-                1_700_000_000_000 + j as i64,
+                now_ms() + j as i64,
             );
         }
         let batch = builder.build();

@@ -233,7 +233,7 @@ async fn picks_up_a_topic_created_while_running() {
             Some(Bytes::from(format!("k{i}"))),
             Some(Bytes::from(format!("v{i}"))),
             vec![],
-            1_700_000_000_000,
+            now_ms(),
         );
     }
     source.produce(&topic, 2, vec![builder.build()]).await.unwrap();
@@ -275,7 +275,7 @@ async fn write_numbered(
                     None,
                     Some(Bytes::from(format!("p{partition}-{n}-{payload}"))),
                     vec![header],
-                    1_700_000_000_000,
+                    now_ms(),
                 );
             }
             client.produce(topic, partition, vec![builder.build()]).await.unwrap();

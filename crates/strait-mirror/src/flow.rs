@@ -47,9 +47,7 @@ impl FlowHandle {
     /// returns how the flow ended.
     pub async fn stop(self) -> Result<(), MirrorError> {
         let _ = self.shutdown.send(true);
-        self.task
-            .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+        self.task.await.unwrap_or_else(joined_error)
     }
 }
 
@@ -81,9 +79,7 @@ async fn flow_loop(flow: FlowConfig, stats: Arc<Stats>, shutdown: watch::Receive
         Ok(())
     };
     // A heartbeat-only flow (MM2 runs one for every pair) lives until shutdown.
-    let heartbeats = heartbeats
-        .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    let heartbeats = heartbeats.await.unwrap_or_else(joined_error);
     result.and(heartbeats)
 }
 
@@ -185,7 +181,10 @@ async fn data_loop(
             let error = match task.await {
                 Ok(Ok(())) => continue,
                 Ok(Err(error)) => error,
-                Err(panic) => std::panic::resume_unwind(panic.into_panic()),
+                Err(error) => match joined_error(error) {
+                    Ok(()) => continue,
+                    Err(error) => error,
+                },
             };
             tracing::error!(flow = %name, topic = %key.0, partition = key.1, %error, "partition stopped; fix the cause and restart");
             stopped.insert(key, error);
@@ -213,7 +212,11 @@ async fn data_loop(
             Ok(Ok(Err(error))) => {
                 first_error.get_or_insert(error);
             }
-            Ok(Err(panic)) => std::panic::resume_unwind(panic.into_panic()),
+            Ok(Err(error)) => {
+                if let Err(error) = joined_error(error) {
+                    first_error.get_or_insert(error);
+                }
+            }
             Ok(Ok(Ok(()))) | Err(_) => {}
         }
     }
@@ -288,4 +291,13 @@ async fn discover(
         }
     }
     Ok(routes)
+}
+
+/// What a task that did not finish normally means: its panic is raised again here; a task
+/// cancelled because the runtime is shutting down simply stopped.
+fn joined_error(error: tokio::task::JoinError) -> Result<(), MirrorError> {
+    if error.is_panic() {
+        std::panic::resume_unwind(error.into_panic());
+    }
+    Ok(())
 }

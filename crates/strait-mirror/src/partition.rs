@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::FetchRequest;
+use kafka_protocol::messages::{ApiKey, FetchRequest};
 use strait_client::kafka_protocol;
 use strait_client::{
     submit_produce, topic_name, BrokerConnection, Error, KafkaClient, OffsetSpec, PendingProduce, ProducerIdAndEpoch,
@@ -343,7 +343,8 @@ async fn out_of_range(context: &PartitionContext, route: &PartitionRoute, positi
 struct Pending {
     outgoing: Outgoing,
     sequence: i32,
-    response: Option<PendingProduce>,
+    /// The request on the wire, or why it could not be sent; `None` once awaited.
+    response: Option<Result<PendingProduce, Error>>,
 }
 
 async fn produce_loop(
@@ -391,11 +392,9 @@ async fn produce_loop(
         }
         let Some(front) = in_flight.front_mut() else { continue };
         let result = match front.response.take() {
-            Some(response) => response.base_offset().await,
-            None => Err(Error::ConnectionClosed {
-                broker: "target".into(),
-                reason: "not sent".into(),
-            }),
+            Some(Ok(response)) => response.base_offset().await,
+            Some(Err(error)) => Err(error),
+            None => unreachable!("every batch in flight is sent before it is awaited"),
         };
         match result {
             Ok(base_offset) => {
@@ -435,7 +434,7 @@ async fn produce_loop(
                 // Let everything behind the failed batch finish, then resend all unacknowledged
                 // batches in order: the target deduplicates any that had landed after all.
                 for pending in in_flight.iter_mut().skip(1) {
-                    if let Some(response) = pending.response.take() {
+                    if let Some(Ok(response)) = pending.response.take() {
                         let _ = response.base_offset().await;
                     }
                 }
@@ -518,16 +517,29 @@ impl Producer {
         };
         let parts = match pending.outgoing.batch.rewrite(state) {
             Ok(forward) => forward.into_parts(),
-            Err(_) => return, // Checked by the fetch side: only forwardable batches get here.
+            // The fetch side only passes forwardable batches; should one slip through, the
+            // partition stops with this error rather than skip it.
+            Err(error) => {
+                let message = error.to_string();
+                pending.response = Some(Err(Error::Protocol {
+                    api: ApiKey::Produce,
+                    version: -1,
+                    message,
+                }));
+                return;
+            }
         };
         if self.leader.as_ref().is_none_or(BrokerConnection::is_closed) {
-            self.leader = self.target.leader(&self.topic, self.partition).await.ok();
+            match self.target.leader(&self.topic, self.partition).await {
+                Ok(leader) => self.leader = Some(leader),
+                Err(error) => {
+                    pending.response = Some(Err(error));
+                    return;
+                }
+            }
         }
-        if let Some(leader) = &self.leader {
-            pending.response = submit_produce(leader, &self.topic, self.partition, parts, self.timeout_ms)
-                .await
-                .ok();
-        }
+        let leader = self.leader.as_ref().expect("set above");
+        pending.response = Some(submit_produce(leader, &self.topic, self.partition, parts, self.timeout_ms).await);
     }
 }
 
