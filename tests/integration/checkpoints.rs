@@ -144,6 +144,26 @@ async fn consumer_groups_fail_over_with_mm2s_own_client() {
     assert!(answers["checkpointTopics"].contains(checkpoints_topic), "{answers:?}");
     assert!(answers["heartbeatTopics"].contains("heartbeats"), "{answers:?}");
 
+    // `strait translate` says the same as MM2's client.
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    std::fs::write(&config, mm2_properties(&topic, "")).unwrap();
+    let output = run_ok({
+        let mut command = std::process::Command::new(strait_binary());
+        command
+            .arg("translate")
+            .arg(&config)
+            .args(["--group", &at_boundary, "--json"]);
+        command
+    });
+    let _ = std::fs::remove_file(&config);
+    let translated: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let translated = translated.as_array().unwrap();
+    assert_eq!(translated.len(), PARTITIONS as usize, "{translated:?}");
+    for entry in translated {
+        assert_eq!(entry["topic"], remote.as_str());
+        assert_eq!(entry["offset"], 300 + SHIFT as i64, "{entry}");
+    }
+
     // The synced offsets let each group go on at the target: nothing lost, and nothing read
     // twice for the group that stopped at a batch boundary.
     wait_until("group offsets synced into the target groups", || async {

@@ -5,3 +5,4 @@ mod client;
 
 mod checkpoints;
 mod mirror;
+mod topology;

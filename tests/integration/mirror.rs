@@ -513,9 +513,21 @@ async fn rebuilds_compacted_batches_on_the_slow_path() {
     })
     .await;
 
+    // Let the cleaner finish, so that source and target can be compared record for record.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut previous = read_records(&source, &topic, 0).await;
+    loop {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let current = read_records(&source, &topic, 0).await;
+        if current == previous {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the log cleaner did not settle");
+        previous = current;
+    }
     let mirror = start_mirror(&mm2_properties(&topic, ""));
     let remote = format!("source.{topic}");
-    let expected = read_records(&source, &topic, 0).await;
+    let expected = previous;
     wait_until("the compacted records on the target", || async {
         read_records(&target, &remote, 0).await.len() >= expected.len()
     })

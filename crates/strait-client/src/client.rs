@@ -6,13 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, CreateTopicsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest,
-    ProduceResponse, TopicName,
+    ApiKey, BrokerId, CreatePartitionsRequest, CreateTopicsRequest, FetchRequest, InitProducerIdRequest,
+    ListOffsetsRequest, MetadataRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::sync::Mutex;
@@ -332,6 +333,31 @@ impl KafkaClient {
                 || format!("CreateTopics {}", topic.name.0.as_str()),
                 topic.error_message.as_ref().map(|m| m.as_str()),
             )?;
+        }
+        Ok(())
+    }
+
+    /// Grows `topic` to `count` partitions; a topic that already has that many counts as done.
+    pub async fn create_partitions(&self, topic: &str, count: i32) -> Result<()> {
+        let request = CreatePartitionsRequest::default()
+            .with_timeout_ms(30_000)
+            .with_topics(vec![CreatePartitionsTopic::default()
+                .with_name(topic_name(topic))
+                .with_count(count)
+                .with_assignments(None)]);
+        let response = retrying(self.inner.config.connection.request_timeout, || async {
+            self.any_connection().await?.send(&request).await
+        })
+        .await?;
+        for result in &response.results {
+            // INVALID_PARTITIONS: it already has (at least) that many.
+            if result.error_code != 37 {
+                Error::check(
+                    result.error_code,
+                    || format!("CreatePartitions {topic} to {count}"),
+                    result.error_message.as_deref(),
+                )?;
+            }
         }
         Ok(())
     }

@@ -260,27 +260,41 @@ async fn discover(
         }
         let remote = flow.remote_topic(topic);
         let partitions = metadata.partitions.len() as i32;
-        if !target_metadata.topics.contains_key(&remote) {
-            tracing::info!(flow = %flow.name(), topic, remote, partitions, replication_factor, "creating remote topic");
-            target
-                .create_topics(&[NewTopic {
+        let target_error = |error| MirrorError::Client {
+            cluster: flow.target.alias.clone(),
+            error,
+        };
+        let changed = match target_metadata.topics.get(&remote) {
+            None => {
+                tracing::info!(flow = %flow.name(), topic, remote, partitions, replication_factor, "creating remote topic");
+                let new_topic = NewTopic {
                     name: remote.clone(),
                     partitions,
                     replication_factor,
                     configs: vec![],
-                }])
-                .await
-                .map_err(|e| MirrorError::Client {
-                    cluster: flow.target.alias.clone(),
-                    error: e,
-                })?;
-            target
+                };
+                target.create_topics(&[new_topic]).await.map_err(target_error)?;
+                true
+            }
+            // The source gained partitions: so does the remote topic (it never shrinks).
+            Some(existing) if (existing.partitions.len() as i32) < partitions => {
+                tracing::info!(flow = %flow.name(), topic, remote, from = existing.partitions.len(), to = partitions, "adding partitions to the remote topic");
+                target
+                    .create_partitions(&remote, partitions)
+                    .await
+                    .map_err(target_error)?;
+                true
+            }
+            Some(_) => false,
+        };
+        if changed {
+            let remote_metadata = target
                 .wait_for_leaders(&remote, Duration::from_secs(60))
                 .await
-                .map_err(|e| MirrorError::Client {
-                    cluster: flow.target.alias.clone(),
-                    error: e,
-                })?;
+                .map_err(target_error)?;
+            if (remote_metadata.partitions.len() as i32) < partitions {
+                continue; // Metadata not caught up yet; the next refresh picks the new partitions up.
+            }
         }
         for partition in &metadata.partitions {
             routes.push(PartitionRoute {

@@ -2,6 +2,7 @@
 
 mod demo;
 mod groups;
+mod plan;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +22,9 @@ enum Command {
     Run(run::RunArgs),
     /// Parse an MM2 configuration and print the effective flows and settings.
     CheckConfig(run::CheckConfigArgs),
+    /// Show which topics each flow would replicate, their remote names, and which are skipped
+    /// and why, without writing anything.
+    Plan(plan::PlanArgs),
     /// Print the latest checkpoints (consumer group positions translated for the target).
     Checkpoints(groups::CheckpointsArgs),
     /// Print the target offsets a consumer group failing over should use.
@@ -40,6 +44,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => runtime.block_on(run::run(args)),
         Command::CheckConfig(args) => run::check_config(args),
+        Command::Plan(args) => runtime.block_on(plan::run(args)),
         Command::Checkpoints(args) => runtime.block_on(groups::run_checkpoints(args)),
         Command::Translate(args) => runtime.block_on(groups::run_translate(args)),
         Command::Demo(args) => runtime.block_on(demo::run(args)),

@@ -1,0 +1,69 @@
+//! `strait plan`: what each flow would replicate, without writing anything.
+
+use std::path::PathBuf;
+
+use strait_client::{ClientConfig, KafkaClient};
+
+use crate::run::load;
+
+/// Options of `strait plan`.
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// The MirrorMaker 2 configuration (`mm2.properties`).
+    config: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `strait plan`: reads both clusters of every enabled flow and prints, per source topic, its
+/// remote name and what would happen to it, or why it is skipped.
+pub async fn run(args: PlanArgs) -> anyhow::Result<()> {
+    let config = load(&args.config)?;
+    let mut rows = Vec::new();
+    for flow in config.enabled_flows() {
+        let source = KafkaClient::connect(ClientConfig::new(&flow.source.bootstrap_servers.join(","))).await?;
+        let target = KafkaClient::connect(ClientConfig::new(&flow.target.bootstrap_servers.join(","))).await?;
+        let (source_topics, target_topics) = (source.metadata(None).await?.topics, target.metadata(None).await?.topics);
+        for (topic, metadata) in &source_topics {
+            let partitions = metadata.partitions.len();
+            let (remote, action) = if metadata.is_internal {
+                (String::new(), "skip: internal topic (Kafka)".to_owned())
+            } else if let Some(reason) = flow.skip_reason(topic) {
+                (String::new(), format!("skip: {reason}"))
+            } else {
+                let remote = flow.remote_topic(topic);
+                let action = match target_topics.get(&remote) {
+                    None => format!("create with {partitions} partitions, then replicate"),
+                    Some(t) if t.partitions.len() < partitions => {
+                        format!(
+                            "grow from {} to {partitions} partitions, then replicate",
+                            t.partitions.len()
+                        )
+                    }
+                    Some(_) => "replicate".to_owned(),
+                };
+                (remote, action)
+            };
+            rows.push((flow.name(), topic.clone(), partitions, remote, action));
+        }
+    }
+    if args.json {
+        let json: Vec<_> = rows
+            .iter()
+            .map(|(flow, topic, partitions, remote, action)| {
+                serde_json::json!({"flow": flow, "topic": topic, "partitions": partitions, "remoteTopic": remote, "action": action})
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        println!(
+            "{:<20} {:<40} {:>10} {:<44} ACTION",
+            "FLOW", "TOPIC", "PARTITIONS", "REMOTE TOPIC"
+        );
+        for (flow, topic, partitions, remote, action) in &rows {
+            println!("{flow:<20} {topic:<40} {partitions:>10} {remote:<44} {action}");
+        }
+    }
+    Ok(())
+}

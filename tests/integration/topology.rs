@@ -1,0 +1,147 @@
+//! Active-active replication and loop prevention, partition growth, and `strait plan`.
+
+use bytes::Bytes;
+use strait_tests::*;
+use strait_wire::RecordBatchBuilder;
+
+async fn write(client: &strait_client::KafkaClient, topic: &str, partition: i32, records: usize, tag: &str) {
+    let mut builder = RecordBatchBuilder::new();
+    for i in 0..records {
+        builder.push(None, Some(Bytes::from(format!("{tag}-{i}"))), vec![], now_ms());
+    }
+    client.produce(topic, partition, vec![builder.build()]).await.unwrap();
+}
+
+async fn topics_like(client: &strait_client::KafkaClient, needle: &str) -> Vec<String> {
+    client
+        .metadata(None)
+        .await
+        .unwrap()
+        .topics
+        .into_keys()
+        .filter(|t| t.contains(needle))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_clusters_replicating_into_each_other_do_not_loop() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("orders");
+    create_topic(&source, &topic, 1).await;
+    create_topic(&target, &topic, 1).await;
+    write(&source, &topic, 0, 10, "from-source").await;
+    write(&target, &topic, 0, 20, "from-target").await;
+    // Both directions, with a filter that would let every name through: only the replication
+    // policy stops `target.<topic>` from going back to the target.
+    let properties = mm2_properties(
+        &format!(".*{topic}.*"),
+        "target->source.enabled = true\nrefresh.topics.interval.seconds = 1",
+    );
+    let (forward, backward) = (
+        start_flow(&properties, "source", "target"),
+        start_flow(&properties, "target", "source"),
+    );
+    let (on_target, on_source) = (format!("source.{topic}"), format!("target.{topic}"));
+    wait_until("both remote topics filled", || async {
+        end_offsets(&target, &on_target).await == 10 && end_offsets(&source, &on_source).await == 20
+    })
+    .await;
+    // A few more refresh rounds, in which a loop would show up.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    forward.stop().await.unwrap();
+    backward.stop().await.unwrap();
+    let mut expected_source = vec![topic.clone(), on_source.clone()];
+    let mut expected_target = vec![topic.clone(), on_target.clone()];
+    expected_source.sort();
+    expected_target.sort();
+    assert_eq!(topics_like(&source, &topic).await, expected_source);
+    assert_eq!(topics_like(&target, &topic).await, expected_target);
+    assert_eq!(end_offsets(&target, &on_target).await, 10, "no record came back around");
+    assert_eq!(end_offsets(&source, &on_source).await, 20);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn partitions_added_at_the_source_appear_at_the_target() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("grow");
+    create_topic(&source, &topic, 1).await;
+    write(&source, &topic, 0, 5, "p0").await;
+    let mirror = start_mirror(&mm2_properties(&topic, "refresh.topics.interval.seconds = 1"));
+    let remote = format!("source.{topic}");
+    wait_until("the first partition mirrored", || async {
+        end_offsets(&target, &remote).await == 5
+    })
+    .await;
+    source.create_partitions(&topic, 3).await.unwrap();
+    source.wait_for_leaders(&topic, WAIT).await.unwrap();
+    write(&source, &topic, 2, 7, "p2").await;
+    wait_until("the new partition's records on the target", || async {
+        end_offsets(&target, &remote).await == 12
+    })
+    .await;
+    mirror.stop().await.unwrap();
+    assert_eq!(
+        target.metadata(Some(&[&remote])).await.unwrap().topics[&remote]
+            .partitions
+            .len(),
+        3
+    );
+    assert_eq!(
+        read_records(&target, &remote, 2).await.len(),
+        7,
+        "records of partition 2 land in partition 2"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_shows_what_would_be_replicated_and_why_not() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let id = unique("plan");
+    for topic in [format!("{id}-a"), format!("target.{id}-b"), format!("{id}-c.internal")] {
+        create_topic(&source, &topic, 2).await;
+    }
+    let config = std::env::temp_dir().join(format!("{id}.properties"));
+    std::fs::write(&config, mm2_properties(&format!(".*{id}.*"), "")).unwrap();
+    let output = run_ok({
+        let mut command = std::process::Command::new(strait_binary());
+        command.arg("plan").arg(&config).arg("--json");
+        command
+    });
+    let _ = std::fs::remove_file(&config);
+    let plan: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let row = |topic: &str| {
+        plan.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["topic"] == topic)
+            .cloned()
+            .unwrap()
+    };
+    let a = row(&format!("{id}-a"));
+    assert_eq!(a["remoteTopic"], format!("source.{id}-a"));
+    assert_eq!(a["action"], "create with 2 partitions, then replicate");
+    assert!(row(&format!("target.{id}-b"))["action"]
+        .as_str()
+        .unwrap()
+        .contains("cycle"));
+    assert!(row(&format!("{id}-c.internal"))["action"]
+        .as_str()
+        .unwrap()
+        .contains("internal"));
+    assert!(row("__consumer_offsets")["action"]
+        .as_str()
+        .unwrap()
+        .contains("internal"));
+    // Nothing was written: no remote topic exists.
+    let target = client(&clusters.target).await;
+    assert_eq!(end_offsets(&target, &format!("source.{id}-a")).await, 0);
+    assert!(!target
+        .metadata(None)
+        .await
+        .unwrap()
+        .topics
+        .contains_key(&format!("source.{id}-a")));
+}
