@@ -145,3 +145,61 @@ async fn plan_shows_what_would_be_replicated_and_why_not() {
         .topics
         .contains_key(&format!("source.{id}-a")));
 }
+
+async fn config_value(client: &strait_client::KafkaClient, topic: &str, name: &str) -> Option<String> {
+    // None while the topic does not exist yet.
+    client
+        .describe_topic_configs(topic)
+        .await
+        .ok()?
+        .into_iter()
+        .find(|e| e.name == name)
+        .and_then(|e| e.value)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn topic_configs_follow_the_source_except_excluded_ones() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("configs");
+    let configs = [("retention.ms", "3600000"), ("unclean.leader.election.enable", "true")];
+    source
+        .create_topics(&[strait_client::NewTopic {
+            name: topic.clone(),
+            partitions: 1,
+            replication_factor: 1,
+            configs: configs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        }])
+        .await
+        .unwrap();
+    source.wait_for_leaders(&topic, WAIT).await.unwrap();
+    let mirror = start_mirror(&mm2_properties(&topic, "sync.topic.configs.interval.seconds = 1"));
+    let remote = format!("source.{topic}");
+    wait_until("the remote topic with the source's retention", || async {
+        end_offsets(&target, &remote).await == 0
+            && config_value(&target, &remote, "retention.ms").await.as_deref() == Some("3600000")
+    })
+    .await;
+    source
+        .alter_topic_configs(
+            &topic,
+            &[strait_client::AlterConfigOp::Set(
+                "retention.ms".into(),
+                "7200000".into(),
+            )],
+        )
+        .await
+        .unwrap();
+    wait_until("the retention change on the remote topic", || async {
+        config_value(&target, &remote, "retention.ms").await.as_deref() == Some("7200000")
+    })
+    .await;
+    mirror.stop().await.unwrap();
+    // unclean.leader.election.enable is in MM2's default config.properties.exclude.
+    assert_eq!(
+        config_value(&target, &remote, "unclean.leader.election.enable")
+            .await
+            .as_deref(),
+        Some("false")
+    );
+}

@@ -10,6 +10,7 @@
 //! Protocol guide: <https://kafka.apache.org/protocol>.
 
 mod client;
+mod configs;
 mod connection;
 mod error;
 mod groups;
@@ -20,6 +21,7 @@ pub use client::{
     submit_produce, topic_name, Broker, ClientConfig, ClusterMetadata, FetchedPartition, KafkaClient, NewTopic,
     OffsetSpec, PartitionMetadata, PendingProduce, ProducerIdAndEpoch, TopicMetadata,
 };
+pub use configs::{AlterConfigOp, ConfigEntry, ConfigSource};
 pub use connection::{decode_response, BrokerConnection, ConnectionConfig, PendingResponse};
 pub use error::{Error, KafkaCode};
 pub use groups::{CommittedOffset, GroupDescription, ListedGroup};

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::checkpoints::checkpoint_loop;
+use crate::configs::{config_sync_loop, creation_configs};
 use crate::heartbeats::heartbeat_loop;
 use crate::partition::{mirror_partition, OffsetReset, PartitionContext, PartitionRoute};
 use crate::progress::ProgressStore;
@@ -120,6 +121,12 @@ async fn data_loop(
     } else {
         None
     };
+    let config_sync = tokio::spawn(config_sync_loop(
+        flow.clone(),
+        source.clone(),
+        target.clone(),
+        shutdown.clone(),
+    ));
     let checkpoints = syncs.clone().map(|syncs| {
         tokio::spawn(checkpoint_loop(
             flow.clone(),
@@ -224,8 +231,8 @@ async fn data_loop(
         syncs.flush().await?;
     }
     progress.flush().await?;
-    if let Some(checkpoints) = checkpoints {
-        if let Ok(Err(error)) = checkpoints.await {
+    for task in checkpoints.into_iter().chain([config_sync]) {
+        if let Err(error) = task.await.unwrap_or_else(joined_error) {
             first_error.get_or_insert(error);
         }
     }
@@ -267,11 +274,24 @@ async fn discover(
         let changed = match target_metadata.topics.get(&remote) {
             None => {
                 tracing::info!(flow = %flow.name(), topic, remote, partitions, replication_factor, "creating remote topic");
+                // Created with the source's configs, as MM2 does (`config.properties.exclude` applies).
+                let configs = if flow.sync_topic_configs.enabled {
+                    let entries = source
+                        .describe_topic_configs(topic)
+                        .await
+                        .map_err(|error| MirrorError::Client {
+                            cluster: flow.source.alias.clone(),
+                            error,
+                        })?;
+                    creation_configs(flow, &entries)
+                } else {
+                    Vec::new()
+                };
                 let new_topic = NewTopic {
                     name: remote.clone(),
                     partitions,
                     replication_factor,
-                    configs: vec![],
+                    configs,
                 };
                 target.create_topics(&[new_topic]).await.map_err(target_error)?;
                 true

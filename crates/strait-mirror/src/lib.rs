@@ -14,6 +14,7 @@
 //! groups) and heartbeats, byte-compatible with MM2 so that `RemoteClusterUtils` reads them.
 
 mod checkpoints;
+mod configs;
 mod error;
 mod flow;
 mod heartbeats;
