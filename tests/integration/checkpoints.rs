@@ -48,10 +48,15 @@ async fn consume(bootstrap: String, topic: String, group: String, limit: i64) ->
 
 /// Asks MM2's `RemoteClusterUtils` about the target (tests/java/Mm2Client.java).
 async fn remote_cluster_utils(group: &str) -> HashMap<String, String> {
-    let (bootstrap, group) = (clusters().target.bootstrap_servers(), group.to_owned());
+    remote_cluster_utils_at(clusters().target.bootstrap_servers(), "source", group).await
+}
+
+/// Asks MM2's `RemoteClusterUtils` about the cluster at `bootstrap`, for `remote_alias`.
+async fn remote_cluster_utils_at(bootstrap: String, remote_alias: &str, group: &str) -> HashMap<String, String> {
+    let (remote_alias, group) = (remote_alias.to_owned(), group.to_owned());
     tokio::task::spawn_blocking(move || {
         let mut command = java_program("Mm2Client");
-        command.args([&bootstrap, "source", &group]);
+        command.args([&bootstrap, &remote_alias, &group]);
         let output = run_ok(command);
         String::from_utf8(output.stdout)
             .unwrap()
@@ -311,4 +316,62 @@ async fn remote_cluster_utils_sees_the_heartbeat_chain() {
     assert_eq!(answers["hops"], "1", "{answers:?}");
     assert_eq!(answers["upstream"], "[source]", "{answers:?}");
     assert!(answers["heartbeatTopics"].contains("source.heartbeats"), "{answers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn heartbeats_travel_a_three_cluster_chain_as_in_mm2() {
+    let clusters = clusters();
+    let third = tokio::task::spawn_blocking(|| strait_testkit::KafkaCluster::start("third").unwrap())
+        .await
+        .unwrap();
+    let topic = unique("chain");
+    // clusters A=source, B=target, C=third; A->B and B->C enabled. MM2 also runs heartbeat-only
+    // pairs; B->A is the one that puts a `heartbeats` topic into A.
+    let properties = format!(
+        "clusters = source, target, third\n\
+         source.bootstrap.servers = {}\n\
+         target.bootstrap.servers = {}\n\
+         third.bootstrap.servers = {}\n\
+         source->target.enabled = true\n\
+         target->third.enabled = true\n\
+         topics = {topic}\n\
+         replication.factor = 1\n\
+         refresh.topics.interval.seconds = 1\n\
+         emit.heartbeats.interval.seconds = 1\n",
+        clusters.source.bootstrap_servers(),
+        clusters.target.bootstrap_servers(),
+        third.bootstrap_servers()
+    );
+    let flows: Vec<_> = [("target", "source"), ("source", "target"), ("target", "third")]
+        .iter()
+        .map(|(a, b)| start_flow(&properties, a, b))
+        .collect();
+    let third_client = client(&third).await;
+    wait_until("target.source.heartbeats on the third cluster", || async {
+        end_offsets(&third_client, "target.source.heartbeats").await > 0
+            && end_offsets(&third_client, "target.heartbeats").await > 0
+    })
+    .await;
+    let answers = remote_cluster_utils_at(third.bootstrap_servers(), "source", "no-such-group").await;
+    for flow in flows {
+        flow.stop().await.unwrap();
+    }
+    assert_eq!(
+        answers["hops"], "2",
+        "source is two hops up from the third cluster: {answers:?}"
+    );
+    assert_eq!(answers["upstream"], "[source, target]", "{answers:?}");
+    let topics: Vec<String> = third_client
+        .metadata(None)
+        .await
+        .unwrap()
+        .topics
+        .into_keys()
+        .filter(|t| t.contains("heartbeats"))
+        .collect();
+    assert!(topics.contains(&"target.source.heartbeats".to_owned()), "{topics:?}");
+    assert!(
+        !topics.iter().any(|t| t.starts_with("third.")),
+        "nothing comes back to the third cluster: {topics:?}"
+    );
 }

@@ -203,3 +203,80 @@ async fn topic_configs_follow_the_source_except_excluded_ones() {
         Some("false")
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn topic_acls_are_copied_read_only() {
+    use strait_client::{TopicAcl, OPERATION_ALL, OPERATION_READ, OPERATION_WRITE, PERMISSION_ALLOW, PERMISSION_DENY};
+    // A pair of clusters with an authorizer (PLAINTEXT clients are User:ANONYMOUS, a super user).
+    let (source_cluster, target_cluster) = tokio::task::spawn_blocking(|| {
+        let options = |name| {
+            strait_testkit::ClusterOptions::new(name)
+                .property(
+                    "authorizer.class.name",
+                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                )
+                .property("super.users", "User:ANONYMOUS")
+        };
+        let source =
+            std::thread::spawn(move || strait_testkit::KafkaCluster::start_with(options("acl-source")).unwrap());
+        let target = strait_testkit::KafkaCluster::start_with(options("acl-target")).unwrap();
+        (source.join().unwrap(), target)
+    })
+    .await
+    .unwrap();
+    let (source, target) = (client(&source_cluster).await, client(&target_cluster).await);
+    let topic = unique("acls");
+    create_topic(&source, &topic, 1).await;
+    let acl = |topic: &str, pattern_type, principal: &str, operation, permission| TopicAcl {
+        topic: topic.into(),
+        pattern_type,
+        principal: principal.into(),
+        host: "*".into(),
+        operation,
+        permission,
+    };
+    source
+        .create_topic_acls(&[
+            acl(&topic, 3, "User:alice", OPERATION_READ, PERMISSION_ALLOW),
+            acl(&topic, 3, "User:bob", OPERATION_WRITE, PERMISSION_ALLOW),
+            acl(&topic, 3, "User:carol", OPERATION_ALL, PERMISSION_ALLOW),
+            acl(&topic, 3, "User:dave", OPERATION_READ, PERMISSION_DENY),
+            acl(&topic, 4, "User:erin", OPERATION_READ, PERMISSION_ALLOW), // prefixed: not copied
+        ])
+        .await
+        .unwrap();
+    let properties = mm2_properties(&format!("{topic}.*"), "sync.topic.acls.interval.seconds = 1")
+        .replace(
+            &clusters().source.bootstrap_servers(),
+            &source_cluster.bootstrap_servers(),
+        )
+        .replace(
+            &clusters().target.bootstrap_servers(),
+            &target_cluster.bootstrap_servers(),
+        );
+    let mirror = start_mirror(&properties);
+    let remote = format!("source.{topic}");
+    let mut expected = vec![
+        acl(&remote, 3, "User:alice", OPERATION_READ, PERMISSION_ALLOW),
+        acl(&remote, 3, "User:carol", OPERATION_READ, PERMISSION_ALLOW),
+        acl(&remote, 3, "User:dave", OPERATION_READ, PERMISSION_DENY),
+    ];
+    expected.sort();
+    let remote_acls = || async {
+        let mut acls: Vec<TopicAcl> = target.describe_topic_acls().await.unwrap().unwrap_or_default();
+        acls.retain(|a| a.topic.contains(&topic));
+        acls.sort();
+        acls
+    };
+    wait_until("the ACLs on the target", || async {
+        remote_acls().await.len() >= expected.len()
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await; // Another sync round changes nothing.
+    mirror.stop().await.unwrap();
+    assert_eq!(
+        remote_acls().await,
+        expected,
+        "READ copied, ALL narrowed to READ, DENY kept, WRITE and prefixed dropped"
+    );
+}

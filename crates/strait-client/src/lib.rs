@@ -9,6 +9,7 @@
 //!
 //! Protocol guide: <https://kafka.apache.org/protocol>.
 
+mod acls;
 mod client;
 mod configs;
 mod connection;
@@ -17,6 +18,9 @@ mod groups;
 mod produce;
 mod versions;
 
+pub use acls::{
+    TopicAcl, OPERATION_ALL, OPERATION_READ, OPERATION_WRITE, PATTERN_LITERAL, PERMISSION_ALLOW, PERMISSION_DENY,
+};
 pub use client::{
     submit_produce, topic_name, Broker, ClientConfig, ClusterMetadata, FetchedPartition, KafkaClient, NewTopic,
     OffsetSpec, PartitionMetadata, PendingProduce, ProducerIdAndEpoch, TopicMetadata,

@@ -10,6 +10,7 @@ use strait_config::{AutoOffsetReset, FlowConfig, IsolationLevel, OffsetSyncsTopi
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::acls::acl_sync_loop;
 use crate::checkpoints::checkpoint_loop;
 use crate::configs::{config_sync_loop, creation_configs};
 use crate::heartbeats::heartbeat_loop;
@@ -127,6 +128,12 @@ async fn data_loop(
         target.clone(),
         shutdown.clone(),
     ));
+    let acl_sync = tokio::spawn(acl_sync_loop(
+        flow.clone(),
+        source.clone(),
+        target.clone(),
+        shutdown.clone(),
+    ));
     let checkpoints = syncs.clone().map(|syncs| {
         tokio::spawn(checkpoint_loop(
             flow.clone(),
@@ -153,6 +160,14 @@ async fn data_loop(
         request_timeout_ms: 30_000,
     };
     tracing::info!(flow = %name, "flow started");
+    if flow.policy.kind() == strait_config::PolicyKind::Identity {
+        tracing::warn!(
+            flow = %name,
+            "IdentityReplicationPolicy keeps topic names, so they carry no origin: only heartbeats are protected from \
+             loops. If the reverse flow is enabled too, give each topic one direction with topics/topics.exclude, or \
+             its records will circulate between the clusters"
+        );
+    }
     let mut partitions: HashMap<(String, i32), JoinHandle<Result<(), MirrorError>>> = HashMap::new();
     // Partitions that stopped with an error stay stopped (and listed here) until a restart, so
     // that nothing past the failing batch is mirrored out of order.
@@ -231,7 +246,7 @@ async fn data_loop(
         syncs.flush().await?;
     }
     progress.flush().await?;
-    for task in checkpoints.into_iter().chain([config_sync]) {
+    for task in checkpoints.into_iter().chain([config_sync, acl_sync]) {
         if let Err(error) = task.await.unwrap_or_else(joined_error) {
             first_error.get_or_insert(error);
         }

@@ -13,6 +13,7 @@
 //! (consumer group positions translated for the target, optionally committed into idle target
 //! groups) and heartbeats, byte-compatible with MM2 so that `RemoteClusterUtils` reads them.
 
+mod acls;
 mod checkpoints;
 mod configs;
 mod error;
