@@ -3,6 +3,9 @@
 //! memcpy and CRC-32C of the same bytes, which bound what any mirror must spend. Also the slow
 //! path (decompress, rebuild, recompress) per codec.
 
+// criterion_group! generates a public function that cannot carry a doc comment.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use strait_benches::fetched_records;
 use strait_client::{encode_produce_request, PartitionRecords, TopicRecords};

@@ -297,6 +297,14 @@ impl KafkaClient {
         self.connection(partition_metadata.leader).await
     }
 
+    /// A new connection of its own to the leader of `topic`/`partition`, not shared with other
+    /// callers: Kafka answers the requests of one connection one at a time, so a long-polling
+    /// Fetch would hold up everything else queued on a shared connection.
+    pub async fn dedicated_leader_connection(&self, topic: &str, partition: i32) -> Result<BrokerConnection> {
+        let shared = self.leader(topic, partition).await?;
+        BrokerConnection::connect(shared.broker(), self.inner.config.connection.clone()).await
+    }
+
     /// Creates topics; a topic that already exists counts as created.
     pub async fn create_topics(&self, topics: &[NewTopic]) -> Result<()> {
         let request = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(

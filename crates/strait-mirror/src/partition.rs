@@ -23,9 +23,11 @@ use crate::{MirrorError, OffsetMapping, Stats};
 /// deduplicates retries within the last five batches.
 const MAX_IN_FLIGHT: usize = 5;
 /// Batches fetched ahead of the producer.
-const FETCH_AHEAD: usize = 64;
-/// Bytes fetched per partition per request: many source batches per round trip.
-const PARTITION_MAX_BYTES: i32 = 8 << 20;
+const FETCH_AHEAD: usize = 16;
+/// Bytes fetched per partition per request: many source batches per round trip, while the
+/// memory a partition holds (fetched responses wait until their batches are acknowledged) stays
+/// small.
+const PARTITION_MAX_BYTES: i32 = 2 << 20;
 /// Longest pause between retries.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
@@ -173,7 +175,7 @@ async fn fetch_loop(
     while !*shutdown.borrow() {
         let connection = match &leader {
             Some(c) if !c.is_closed() => c.clone(),
-            _ => match context.source.leader(topic, partition).await {
+            _ => match context.source.dedicated_leader_connection(topic, partition).await {
                 Ok(c) => {
                     leader = Some(c.clone());
                     c
@@ -530,7 +532,11 @@ impl Producer {
             }
         };
         if self.leader.as_ref().is_none_or(BrokerConnection::is_closed) {
-            match self.target.leader(&self.topic, self.partition).await {
+            match self
+                .target
+                .dedicated_leader_connection(&self.topic, self.partition)
+                .await
+            {
                 Ok(leader) => self.leader = Some(leader),
                 Err(error) => {
                     pending.response = Some(Err(error));

@@ -103,6 +103,12 @@ impl KafkaDist {
         )
     }
 
+    /// A `java` command for a long-running program (MirrorMaker 2, for example): `heap` (e.g.
+    /// `1g`), full JIT, quiet logging.
+    pub fn jvm_command(&self, heap: &str, main_class: &str) -> Command {
+        self.jvm(heap, &self.home.join("log4j2-tools.xml"), &[], main_class)
+    }
+
     /// A `java` command with the given heap, log4j2 configuration and extra JVM options; the
     /// caller adds `main_class`'s arguments.
     pub(crate) fn jvm(&self, heap: &str, log4j2: &Path, options: &[&str], main_class: &str) -> Command {
