@@ -1,18 +1,31 @@
-//! Strait's sans-IO record batch codec: bytes in, bytes out, no I/O.
+//! Strait's sans-IO record batch codec: bytes in, bytes out, no I/O and no async.
+//!
+//! A mirror fetches record batches from a source cluster and produces them to a target. Most
+//! batches can be forwarded without decompressing them: only the 61-byte header changes, and
+//! the records section travels on as the buffer it arrived in. This crate is that fast path,
+//! and the slow path for batches a target broker would refuse as they are.
 //!
 //! - [`RecordBatches`] splits a fetched record set into zero-copy [`RecordBatch`] views and
 //!   stops before a partial trailing batch.
-//! - [`RecordBatch::rewrite`] prepares a batch for the target: a new header (base offset 0,
-//!   the mirror's producer fields) and a CRC-32C over it and the untouched records section,
-//!   which is passed on as the same buffer: nothing is decompressed or copied.
-//! - [`AbortedTransactionFilter`] drops aborted transactional data under read_committed.
-//! - [`decode_records`] (the slow path: decompression) and [`RecordBatchBuilder`] for records
+//! - [`RecordBatch::rewrite`] prepares a batch for the target: a new header (base offset 0, the
+//!   mirror's producer fields, transactional and delete-horizon bits cleared) with a CRC-32C over
+//!   it and the untouched records section, handed out as two [`bytes::Bytes`] for a vectored
+//!   write ([`ForwardBatch`]).
+//! - [`AbortedTransactionFilter`] drops aborted transactional data and markers under
+//!   read_committed, as Kafka's Java consumer does.
+//! - [`decode_records`] and [`rebuild_batch`] are the slow path (decompression, for compacted
+//!   batches and positions inside a batch); [`RecordBatchBuilder`] builds batches of records
 //!   Strait writes itself.
-//! - [`OffsetSync`], [`Checkpoint`], [`Heartbeat`]: MirrorMaker 2's internal records.
+//! - [`OffsetSync`], [`Checkpoint`] and [`Heartbeat`] are MirrorMaker 2's internal records.
 //!
-//! Format: <https://kafka.apache.org/documentation/#recordbatch>.
+//! Only magic-2 record batches are supported; legacy v0/v1 message sets are reported as
+//! [`WireError::UnsupportedMagic`]. Nothing here panics on malformed input.
+//!
+//! # References
+//! - Record batch format: <https://kafka.apache.org/documentation/#recordbatch>
 
 mod batch;
+mod builder;
 mod compression;
 mod error;
 mod mm2;
@@ -21,14 +34,15 @@ mod rewrite;
 mod txn;
 pub mod varint;
 
+#[cfg(test)]
+mod testing;
+
 pub use batch::{
     Compression, ControlType, RecordBatch, RecordBatches, TimestampType, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
 };
+pub use builder::{rebuild_batch, RebuiltBatch, RecordBatchBuilder};
 pub use error::WireError;
 pub use mm2::{Checkpoint, Heartbeat, OffsetSync};
-pub use records::{decode_records, rebuild_batch, Header, RebuiltBatch, Record, RecordBatchBuilder};
+pub use records::{decode_records, Header, Record};
 pub use rewrite::{ForwardBatch, ProducerState};
 pub use txn::{AbortedTransactionFilter, BatchVerdict};
-
-#[cfg(test)]
-mod tests;

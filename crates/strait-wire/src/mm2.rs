@@ -170,9 +170,16 @@ impl<'a> Reader<'a> {
         Reader { data, what }
     }
 
+    fn malformed(&self, reason: &'static str) -> WireError {
+        WireError::MalformedInternalRecord {
+            record: self.what,
+            reason,
+        }
+    }
+
     fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
         if self.data.len() < n {
-            return Err(WireError::unsupported(format!("{} is truncated", self.what)));
+            return Err(self.malformed("truncated"));
         }
         let (head, rest) = self.data.split_at(n);
         self.data = rest;
@@ -193,27 +200,16 @@ impl<'a> Reader<'a> {
 
     fn string(&mut self) -> Result<String, WireError> {
         let len = self.i16()?;
-        if len < 0 {
-            return Err(WireError::unsupported(format!(
-                "{} has a negative string length",
-                self.what
-            )));
-        }
-        let bytes = self.take(len as usize)?;
-        String::from_utf8(bytes.to_vec())
-            .map_err(|_| WireError::unsupported(format!("{} has a string that is not UTF-8", self.what)))
+        let len = usize::try_from(len).map_err(|_| self.malformed("negative string length"))?;
+        let bytes = self.take(len)?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| self.malformed("string is not UTF-8"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        s.split_whitespace()
-            .map(|b| u8::from_str_radix(b, 16).unwrap())
-            .collect()
-    }
+    use crate::testing::hex;
 
     #[test]
     fn offset_sync_matches_mm2_bytes() {
@@ -284,12 +280,27 @@ mod tests {
     }
 
     #[test]
-    fn truncated_records_are_errors() {
-        assert!(OffsetSync::decode(&hex("00 07 74 6f"), &[]).is_err());
-        assert!(Checkpoint::decode(&hex("ff ff"), &[])
-            .unwrap_err()
-            .to_string()
-            .contains("negative"));
-        assert!(Heartbeat::decode(&hex("00 00 00 00"), &hex("00 00 01")).is_err());
+    fn malformed_records_are_errors_naming_the_record() {
+        let err = OffsetSync::decode(&hex("00 07 74 6f"), &[]).unwrap_err();
+        assert_eq!(
+            err,
+            WireError::MalformedInternalRecord {
+                record: "OffsetSync key",
+                reason: "truncated"
+            }
+        );
+        assert_eq!(err.to_string(), "MirrorMaker 2 OffsetSync key is malformed: truncated");
+        let err = Checkpoint::decode(&hex("ff ff"), &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "MirrorMaker 2 Checkpoint key is malformed: negative string length"
+        );
+        let err = Heartbeat::decode(&hex("00 01 ff 00 00"), &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "MirrorMaker 2 Heartbeat key is malformed: string is not UTF-8"
+        );
+        let err = Heartbeat::decode(&hex("00 00 00 00"), &hex("00 00 01")).unwrap_err();
+        assert_eq!(err.to_string(), "MirrorMaker 2 Heartbeat value is malformed: truncated");
     }
 }

@@ -1,24 +1,48 @@
-//! Records inside a batch: decoding (the slow path, with decompression) and building batches of
-//! Strait's own records.
+//! Records inside a batch, decoded: the slow path, taken only when a batch must be rebuilt or
+//! its contents read.
+//!
+//! # Format
+//!
+//! ```text
+//! length          varint   bytes of the record after this field
+//! attributes      int8     unused
+//! timestampDelta  varlong  record timestamp - baseTimestamp
+//! offsetDelta     varint   record offset - baseOffset
+//! keyLength       varint   -1 = null
+//! key             bytes
+//! valueLength     varint   -1 = null (a tombstone)
+//! value           bytes
+//! headerCount     varint
+//! headers         headerKeyLength varint, headerKey bytes, headerValueLength varint (-1 = null), headerValue bytes
+//! ```
+//!
+//! # References
+//! - <https://kafka.apache.org/documentation/#record>
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
-use crate::batch::{CRC_START, RECORD_BATCH_OVERHEAD};
-use crate::compression::{compress, decompress};
-use crate::varint::{get_varint, get_varlong, put_varlong};
-use crate::{Compression, RecordBatch, WireError};
+use crate::compression::decompress;
+use crate::varint::{get_varint, get_varlong};
+use crate::{RecordBatch, WireError};
 
-/// A record header: a key (UTF-8 by convention, kept as bytes) and a nullable value. Keys may
-/// repeat and order matters, so headers are a list.
+/// Smallest encoded record: a 1-byte length and six 1-byte fields. Bounds what an untrusted
+/// record count may reserve.
+const MIN_RECORD_SIZE: usize = 7;
+/// Smallest encoded header: empty key, null value.
+const MIN_HEADER_SIZE: usize = 2;
+
+/// A record header: a key (UTF-8 by convention, kept as raw bytes) and a nullable value.
+/// Keys may repeat and order matters, so a record's headers are a list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
-    /// The header key.
+    /// The key.
     pub key: Bytes,
-    /// The header value, `None` for null.
+    /// The value, `None` for null.
     pub value: Option<Bytes>,
 }
 
-/// One record of a batch.
+/// One record of a batch. Keys, values and header parts are slices of the batch's buffer when
+/// it is uncompressed, of the decompressed buffer otherwise.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
     /// Offset relative to the batch's base offset.
@@ -29,94 +53,69 @@ pub struct Record {
     pub key: Option<Bytes>,
     /// The value, `None` for null (a tombstone).
     pub value: Option<Bytes>,
-    /// The headers, in order.
+    /// The headers, in order, duplicates kept.
     pub headers: Vec<Header>,
 }
 
 /// Decodes every record of a batch, decompressing its records section if needed.
+///
+/// A batch with no records (one the cleaner emptied) decodes as empty without its payload being
+/// looked at. Like Kafka's consumer, this is strict: each record must parse to exactly its
+/// declared length, and nothing may follow the declared number of records.
 pub fn decode_records(batch: &RecordBatch) -> Result<Vec<Record>, WireError> {
-    let codec = batch.compression()?;
-    let payload = batch.records_payload();
-    if codec == Compression::None {
-        return decode_uncompressed(batch, &payload);
+    let base_offset = batch.base_offset();
+    let records_count = batch.records_count();
+    let count = usize::try_from(records_count).map_err(|_| WireError::NegativeRecordCount {
+        base_offset,
+        records_count,
+    })?;
+    if count == 0 {
+        return Ok(Vec::new());
     }
-    let plain = decompress(codec, &payload, batch.base_offset())?;
-    decode_uncompressed(batch, &plain)
-}
-
-/// Decodes `records_count` records from an uncompressed records section.
-pub(crate) fn decode_uncompressed(batch: &RecordBatch, data: &[u8]) -> Result<Vec<Record>, WireError> {
-    let data = Bytes::copy_from_slice(data);
-    let count = usize::try_from(batch.records_count()).unwrap_or(0);
-    // The count is untrusted: never reserve more than the data could hold (one byte per record
-    // at least... in practice seven).
-    let mut records = Vec::with_capacity(count.min(data.len()));
-    let mut input: &[u8] = &data;
+    let plain = decompress(batch.compression()?, batch.records_payload(), base_offset)?;
+    let mut input = Cursor::new(plain);
+    let mut records = Vec::with_capacity(count.min(input.remaining() / MIN_RECORD_SIZE));
     for index in 0..count {
-        let malformed = |reason: &str| WireError::MalformedRecord {
-            base_offset: batch.base_offset(),
+        let record = read_record(&mut input).map_err(|reason| WireError::MalformedRecord {
+            base_offset,
             index,
-            reason: reason.into(),
-        };
-        let length = get_varint(&mut input).ok_or_else(|| malformed("bad length varint"))?;
-        let length = usize::try_from(length).map_err(|_| malformed("negative length"))?;
-        if input.len() < length {
-            return Err(malformed("length runs past the end of the batch"));
-        }
-        let (mut body, rest) = input.split_at(length);
-        input = rest;
-        let start = data.len() - rest.len() - length;
-        let record =
-            parse_record(&mut body, &data, start).ok_or_else(|| malformed("fields run past the record length"))?;
-        if !body.is_empty() {
-            return Err(malformed("bytes left over after the headers"));
-        }
+            reason,
+        })?;
         records.push(record);
     }
-    if !input.is_empty() {
-        return Err(WireError::MalformedRecord {
-            base_offset: batch.base_offset(),
-            index: count,
-            reason: format!("{} bytes after the declared {count} records", input.len()),
+    if input.remaining() > 0 {
+        return Err(WireError::TrailingRecordBytes {
+            base_offset,
+            records_count,
+            trailing: input.remaining(),
         });
     }
     Ok(records)
 }
 
-/// Parses one record body; `data[start..]` is where `body` begins, so fields can be sliced out
-/// of `data` without copying.
-fn parse_record(body: &mut &[u8], data: &Bytes, start: usize) -> Option<Record> {
-    let origin = body.len();
-    let slice = |body: &mut &[u8], len: usize| -> Option<Bytes> {
-        if body.len() < len {
-            return None;
-        }
-        let at = start + (origin - body.len());
-        *body = &body[len..];
-        Some(data.slice(at..at + len))
-    };
-    let nullable = |body: &mut &[u8]| -> Option<Option<Bytes>> {
-        match get_varint(body)? {
-            -1 => Some(None),
-            len if len >= 0 => slice(body, len as usize).map(Some),
-            _ => None,
-        }
-    };
-    let (_attributes, rest) = body.split_first()?;
-    *body = rest;
-    let timestamp_delta = get_varlong(body)?;
-    let offset_delta = get_varint(body)?;
-    let key = nullable(body)?;
-    let value = nullable(body)?;
-    let header_count = usize::try_from(get_varint(body)?).ok()?;
-    let mut headers = Vec::with_capacity(header_count.min(body.len()));
+fn read_record(input: &mut Cursor) -> Result<Record, &'static str> {
+    let length = input.varint().ok_or("bad length")?;
+    let length = usize::try_from(length).map_err(|_| "negative length")?;
+    let mut body = Cursor::new(input.take(length).ok_or("length runs past the end of the records")?);
+    body.take(1).ok_or("no attributes")?; // Unused.
+    let timestamp_delta = body.varlong().ok_or("bad timestampDelta")?;
+    let offset_delta = body.varint().ok_or("bad offsetDelta")?;
+    let key = body.nullable().ok_or("bad key")?;
+    let value = body.nullable().ok_or("bad value")?;
+    let header_count = body.varint().ok_or("bad header count")?;
+    let header_count = usize::try_from(header_count).map_err(|_| "negative header count")?;
+    let mut headers = Vec::with_capacity(header_count.min(body.remaining() / MIN_HEADER_SIZE));
     for _ in 0..header_count {
-        let key_len = usize::try_from(get_varint(body)?).ok()?;
-        let key = slice(body, key_len)?;
-        let value = nullable(body)?;
+        let key_length = body.varint().ok_or("bad header key length")?;
+        let key_length = usize::try_from(key_length).map_err(|_| "negative header key length")?;
+        let key = body.take(key_length).ok_or("header key runs past the record")?;
+        let value = body.nullable().ok_or("bad header value")?;
         headers.push(Header { key, value });
     }
-    Some(Record {
+    if body.remaining() > 0 {
+        return Err("bytes left over after the headers");
+    }
+    Ok(Record {
         offset_delta,
         timestamp_delta,
         key,
@@ -125,153 +124,226 @@ fn parse_record(body: &mut &[u8], data: &Bytes, start: usize) -> Option<Record> 
     })
 }
 
-/// Builds one magic-2 batch of records Strait writes itself (internal topics, tests). Records
-/// are kept as [`Record`]s with an absolute timestamp in `timestamp_delta` until built.
-#[derive(Debug, Clone, Default)]
-pub struct RecordBatchBuilder {
-    records: Vec<Record>,
-    compression: Option<Compression>,
+/// Reads fields off a buffer, handing out byte fields as slices of it.
+struct Cursor {
+    data: Bytes,
 }
 
-impl RecordBatchBuilder {
-    /// An empty, uncompressed builder.
-    pub fn new() -> Self {
-        Self::default()
+impl Cursor {
+    fn new(data: Bytes) -> Self {
+        Cursor { data }
     }
 
-    /// Compresses the records section with `codec` when building.
-    pub fn compression(mut self, codec: Compression) -> Self {
-        self.compression = Some(codec);
-        self
+    fn remaining(&self) -> usize {
+        self.data.len()
     }
 
-    /// Adds a record with a timestamp in milliseconds.
-    pub fn push(
-        &mut self,
-        key: Option<Bytes>,
-        value: Option<Bytes>,
-        headers: Vec<Header>,
-        timestamp: i64,
-    ) -> &mut Self {
-        let offset_delta = self.records.len() as i32;
-        self.records.push(Record {
-            offset_delta,
-            timestamp_delta: timestamp,
-            key,
-            value,
-            headers,
-        });
-        self
+    fn take(&mut self, len: usize) -> Option<Bytes> {
+        (len <= self.data.len()).then(|| self.data.split_to(len))
     }
 
-    /// Number of records added.
-    pub fn len(&self) -> usize {
-        self.records.len()
+    fn varint(&mut self) -> Option<i32> {
+        self.read(get_varint)
     }
 
-    /// Whether no record was added.
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+    fn varlong(&mut self) -> Option<i64> {
+        self.read(get_varlong)
     }
 
-    /// The batch: base offset 0, offsets 0..n-1, CreateTime, no producer id, CRC set.
-    ///
-    /// # Panics
-    /// If no record was added (Kafka rejects empty batches) or compression fails (it cannot
-    /// on in-memory data).
-    pub fn build(&self) -> Bytes {
-        assert!(!self.records.is_empty(), "a record batch needs at least one record");
-        let base_timestamp = self.records.iter().map(|r| r.timestamp_delta).min().expect("not empty");
-        let max_timestamp = self.records.iter().map(|r| r.timestamp_delta).max().expect("not empty");
-        let mut plain = Vec::new();
-        let mut body = Vec::new();
-        for record in &self.records {
-            body.clear();
-            body.push(0); // record attributes
-            put_varlong(&mut body, record.timestamp_delta - base_timestamp);
-            put_varlong(&mut body, i64::from(record.offset_delta));
-            put_nullable(&mut body, record.key.as_deref());
-            put_nullable(&mut body, record.value.as_deref());
-            put_varlong(&mut body, record.headers.len() as i64);
-            for header in &record.headers {
-                put_varlong(&mut body, header.key.len() as i64);
-                body.extend_from_slice(&header.key);
-                put_nullable(&mut body, header.value.as_deref());
-            }
-            put_varlong(&mut plain, body.len() as i64);
-            plain.extend_from_slice(&body);
+    fn read<T>(&mut self, read: impl FnOnce(&mut &[u8]) -> Option<T>) -> Option<T> {
+        let mut input = &self.data[..];
+        let value = read(&mut input)?;
+        let used = self.data.len() - input.len();
+        self.data = self.data.split_off(used);
+        Some(value)
+    }
+
+    /// A varint length then that many bytes; length -1 is null.
+    fn nullable(&mut self) -> Option<Option<Bytes>> {
+        match self.varint()? {
+            -1 => Some(None),
+            len => self.take(usize::try_from(len).ok()?).map(Some),
         }
-        let codec = self.compression.unwrap_or(Compression::None);
-        let payload = compress(codec, &plain).expect("in-memory compression does not fail");
-        let mut batch = BytesMut::with_capacity(RECORD_BATCH_OVERHEAD + payload.len());
-        batch.put_i64(0); // baseOffset
-        batch.put_i32((RECORD_BATCH_OVERHEAD - 12 + payload.len()) as i32);
-        batch.put_i32(-1); // partitionLeaderEpoch
-        batch.put_i8(2); // magic
-        batch.put_u32(0); // crc, below
-        batch.put_i16(codec.bits());
-        batch.put_i32(self.records.len() as i32 - 1);
-        batch.put_i64(base_timestamp);
-        batch.put_i64(max_timestamp);
-        batch.put_i64(-1); // producerId
-        batch.put_i16(-1); // producerEpoch
-        batch.put_i32(-1); // baseSequence
-        batch.put_i32(self.records.len() as i32);
-        batch.put_slice(&payload);
-        let crc = crc32c::crc32c(&batch[CRC_START..]);
-        batch[17..21].copy_from_slice(&crc.to_be_bytes());
-        batch.freeze()
     }
 }
 
-/// A batch rebuilt on the slow path, and which source offsets its records came from.
-#[derive(Debug, Clone)]
-pub struct RebuiltBatch {
-    /// The new batch: offsets 0..n-1, same codec, same record contents and timestamps.
-    pub batch: RecordBatch,
-    /// Source offset of each record of `batch`, in order.
-    pub source_offsets: Vec<i64>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{header, patch, sample, stored};
+    use crate::{Compression, RecordBatchBuilder, RecordBatches};
 
-/// Rebuilds `batch` keeping only its records at or after `from_offset`: the slow path for
-/// compacted batches (whose offsets have gaps, which a target refuses) and for a position
-/// inside a batch. Records are decompressed, renumbered 0..n-1 and compressed again with the
-/// batch's codec; keys, values, headers (duplicates and order) and the timestamps consumers see
-/// are kept. Returns `None` when no record remains.
-pub fn rebuild_batch(batch: &RecordBatch, from_offset: i64) -> Result<Option<RebuiltBatch>, WireError> {
-    let log_append_time = batch.timestamp_type() == crate::TimestampType::LogAppendTime;
-    let mut builder = RecordBatchBuilder::new().compression(batch.compression()?);
-    let mut source_offsets = Vec::new();
-    for record in decode_records(batch)? {
-        let offset = batch.base_offset() + i64::from(record.offset_delta);
-        if offset < from_offset {
-            continue;
+    const CODECS: [Compression; 5] = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+
+    #[test]
+    fn built_batches_split_and_decode_in_every_codec() {
+        for codec in CODECS {
+            let one = sample(codec);
+            let set = Bytes::from([&stored(&one, 100, 0, -1)[..], &stored(&one, 103, 0, -1)[..]].concat());
+            let batches: Vec<RecordBatch> = RecordBatches::new(set).collect::<Result<_, _>>().unwrap();
+            assert_eq!(batches.len(), 2);
+            let batch = &batches[1];
+            assert_eq!(batch.compression().unwrap(), codec);
+            batch.verify_crc().unwrap();
+            let records = decode_records(batch).unwrap();
+            assert_eq!(records.len(), 3);
+            assert_eq!(records[0].key.as_deref(), Some(&b"k1"[..]));
+            assert_eq!(records[0].value.as_deref(), Some(&b"v1"[..]));
+            assert_eq!(
+                records[0].headers,
+                vec![header("h", Some("1")), header("h", None)],
+                "duplicate keys, null value and order kept"
+            );
+            assert_eq!((records[1].key.clone(), records[1].value.clone()), (None, None));
+            assert_eq!(records[2].value.as_deref(), Some(&[7u8; 5000][..]));
+            assert_eq!(batch.base_timestamp(), 999, "the smallest timestamp is the base");
+            assert_eq!(
+                records.iter().map(|r| r.timestamp_delta).collect::<Vec<_>>(),
+                vec![1, 40 * 24 * 3600 * 1000 + 1, 0],
+                "deltas beyond i32 are varlongs"
+            );
+            assert_eq!(
+                records.iter().map(|r| r.offset_delta).collect::<Vec<_>>(),
+                vec![0, 1, 2]
+            );
         }
-        // Under LogAppendTime every record reads as the batch's max timestamp.
-        let timestamp = if log_append_time {
-            batch.max_timestamp()
-        } else {
-            batch.base_timestamp() + record.timestamp_delta
+    }
+
+    #[test]
+    fn empty_and_null_fields_and_binary_header_keys_are_kept_apart() {
+        let mut builder = RecordBatchBuilder::new();
+        let binary = Header {
+            key: Bytes::from_static(&[0xff, 0x00, 0xfe]),
+            value: Some(Bytes::new()),
         };
-        builder.push(record.key, record.value, record.headers, timestamp);
-        source_offsets.push(offset);
+        builder.push(
+            Some(Bytes::new()),
+            Some(Bytes::new()),
+            vec![binary.clone(), header("", None)],
+            5,
+        );
+        let batch = RecordBatch::new(builder.build()).unwrap();
+        let records = decode_records(&batch).unwrap();
+        assert_eq!(records[0].key, Some(Bytes::new()));
+        assert_eq!(records[0].value, Some(Bytes::new()));
+        assert_eq!(records[0].headers, vec![binary, header("", None)]);
     }
-    if builder.is_empty() {
-        return Ok(None);
-    }
-    let rebuilt = RecordBatch::new(builder.build())?;
-    Ok(Some(RebuiltBatch {
-        batch: rebuilt,
-        source_offsets,
-    }))
-}
 
-fn put_nullable(out: &mut Vec<u8>, value: Option<&[u8]>) {
-    match value {
-        None => put_varlong(out, -1),
-        Some(bytes) => {
-            put_varlong(out, bytes.len() as i64);
-            out.extend_from_slice(bytes);
+    #[test]
+    fn uncompressed_fields_are_slices_of_the_batch() {
+        let batch = RecordBatch::new(sample(Compression::None)).unwrap();
+        let records = decode_records(&batch).unwrap();
+        let value = records[2].value.as_ref().unwrap();
+        let whole = batch.as_bytes().as_ptr_range();
+        assert!(whole.contains(&value.as_ptr()), "not copied");
+    }
+
+    #[test]
+    fn an_emptied_compressed_batch_decodes_as_empty() {
+        // The cleaner leaves a header-only batch that still names its codec.
+        let mut header_only = sample(Compression::Gzip)[..61].to_vec();
+        header_only[8..12].copy_from_slice(&49i32.to_be_bytes());
+        let header_only = patch(&header_only.into(), 57, &0i32.to_be_bytes());
+        let batch = RecordBatch::new(header_only).unwrap();
+        assert_eq!(decode_records(&batch).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn malformed_records_are_errors_naming_batch_record_and_field() {
+        // One record "10 00 00 00 02 6b 02 76 00" (see the fixture in batch.rs) at offset 61.
+        let mut builder = RecordBatchBuilder::new();
+        builder.push(Some("k".into()), Some("v".into()), vec![], 0);
+        let one = stored(&builder.build(), 40, 0, -1);
+        let decode = |bytes: Bytes| decode_records(&RecordBatch::new(bytes).unwrap()).unwrap_err();
+        let with_record = |record: &[u8], count: i32| {
+            let mut bytes = one[..61].to_vec();
+            bytes[8..12].copy_from_slice(&(49 + record.len() as i32).to_be_bytes());
+            bytes[57..61].copy_from_slice(&count.to_be_bytes());
+            bytes.extend_from_slice(record);
+            Bytes::from(bytes)
+        };
+
+        let cases: [(&[u8], &str); 8] = [
+            (
+                &[0x12, 0, 0, 0, 2, b'k', 2, b'v', 0],
+                "length runs past the end of the records",
+            ),
+            (&[0x01], "negative length"),
+            (&[0xff, 0xff, 0xff, 0xff, 0xff, 0x01], "bad length"),
+            (&[0x10, 0, 0, 0, 4, b'k', 2, b'v', 0], "bad value"),
+            (&[0x10, 0, 0, 0, 2, b'k', 2, b'v', 3], "negative header count"),
+            (
+                &[0x12, 0, 0, 0, 2, b'k', 2, b'v', 0, 9],
+                "bytes left over after the headers",
+            ),
+            (&[0x10, 0, 0, 0, 2, b'k', 2, b'v', 2], "bad header key length"),
+            (
+                &[0x12, 0, 0, 0, 2, b'k', 2, b'v', 2, 4],
+                "header key runs past the record",
+            ),
+        ];
+        for (record, reason) in cases {
+            let err = decode(with_record(record, 1));
+            assert_eq!(
+                err,
+                WireError::MalformedRecord {
+                    base_offset: 40,
+                    index: 0,
+                    reason
+                },
+                "{record:02x?}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!("batch at offset 40: record 0 is malformed: {reason}")
+            );
         }
+
+        let record = &one[61..];
+        let err = decode(with_record(&[record, record].concat(), 1));
+        assert_eq!(
+            err,
+            WireError::TrailingRecordBytes {
+                base_offset: 40,
+                records_count: 1,
+                trailing: 9
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "batch at offset 40: 9 bytes follow its 1 declared records"
+        );
+
+        let err = decode(with_record(record, 2));
+        assert_eq!(err.to_string(), "batch at offset 40: record 1 is malformed: bad length");
+
+        let err = decode(with_record(record, -3));
+        assert_eq!(
+            err,
+            WireError::NegativeRecordCount {
+                base_offset: 40,
+                records_count: -3
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "batch at offset 40 declares a negative recordsCount -3"
+        );
+
+        let gzip_garbage = patch(&with_record(record, 1), 21, &1i16.to_be_bytes());
+        assert!(matches!(
+            decode(gzip_garbage),
+            WireError::Decompression {
+                base_offset: 40,
+                codec: Compression::Gzip,
+                ..
+            }
+        ));
     }
 }

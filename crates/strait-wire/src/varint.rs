@@ -65,6 +65,8 @@ mod tests {
             put_varlong(&mut out, value);
             assert_eq!(get_varlong(&mut &out[..]), Some(value));
         }
+        assert_eq!(get_varint(&mut &[0xff, 0xff, 0xff, 0xff, 0x0f][..]), Some(i32::MIN));
+        assert_eq!(get_varint(&mut &[0xfe, 0xff, 0xff, 0xff, 0x0f][..]), Some(i32::MAX));
         let mut big = Vec::new();
         put_varlong(&mut big, i64::from(i32::MAX) + 1);
         assert_eq!(get_varint(&mut &big[..]), None);
