@@ -4,5 +4,6 @@
 mod client;
 
 mod checkpoints;
+mod faults;
 mod mirror;
 mod topology;

@@ -254,7 +254,7 @@ async fn picks_up_a_topic_created_while_running() {
 
 /// Writes `batches` batches of `per_batch` records to each partition; values are
 /// `p<partition>-<n>` so that the target can be checked for gaps and duplicates.
-async fn write_numbered(
+pub(crate) async fn write_numbered(
     client: &strait_client::KafkaClient,
     topic: &str,
     partitions: i32,
@@ -284,7 +284,7 @@ async fn write_numbered(
 }
 
 /// Checks that every numbered record is on the target in order; returns the duplicates.
-async fn check_numbered(
+pub(crate) async fn check_numbered(
     target: &strait_client::KafkaClient,
     remote: &str,
     partitions: i32,

@@ -376,31 +376,56 @@ impl KafkaClient {
             OffsetSpec::Earliest => -2,
             OffsetSpec::Latest => -1,
         };
-        let mut offsets = BTreeMap::new();
-        for &partition in partitions {
-            let request = ListOffsetsRequest::default()
-                .with_replica_id(BrokerId(-1))
-                .with_topics(vec![ListOffsetsTopic::default()
-                    .with_name(topic_name(topic))
-                    .with_partitions(vec![ListOffsetsPartition::default()
-                        .with_partition_index(partition)
-                        .with_timestamp(timestamp)])]);
-            let offset = retrying(self.inner.config.connection.request_timeout, || async {
-                let context = || format!("ListOffsets {topic}-{partition}");
-                let response = self.leader(topic, partition).await?.send(&request).await?;
-                let p = response
-                    .topics
-                    .iter()
-                    .flat_map(|t| &t.partitions)
-                    .find(|p| p.partition_index == partition);
-                let p = p.ok_or_else(|| Error::check(3, context, None).unwrap_err())?;
-                Error::check(p.error_code, context, None)?;
-                Ok(p.offset)
-            })
-            .await?;
-            offsets.insert(partition, offset);
-        }
-        Ok(offsets)
+        // One Metadata request, then one ListOffsets request per leader for all its partitions:
+        // over a slow link a round trip per partition adds up.
+        retrying(self.inner.config.connection.request_timeout, || async {
+            let metadata = self.metadata(Some(&[topic])).await?;
+            let context = |partition: i32| move || format!("ListOffsets {topic}-{partition}");
+            let known = metadata
+                .topics
+                .get(topic)
+                .map(|t| t.partitions.as_slice())
+                .unwrap_or_default();
+            let mut by_leader: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+            for &partition in partitions {
+                let leader = known.iter().find(|p| p.partition == partition).map_or(-1, |p| p.leader);
+                if leader < 0 {
+                    return Err(Error::check(5, context(partition), None).unwrap_err());
+                    // LEADER_NOT_AVAILABLE
+                }
+                by_leader.entry(leader).or_default().push(partition);
+            }
+            let mut offsets = BTreeMap::new();
+            for (leader, leader_partitions) in by_leader {
+                let request = ListOffsetsRequest::default()
+                    .with_replica_id(BrokerId(-1))
+                    .with_topics(vec![ListOffsetsTopic::default()
+                        .with_name(topic_name(topic))
+                        .with_partitions(
+                            leader_partitions
+                                .iter()
+                                .map(|&p| {
+                                    ListOffsetsPartition::default()
+                                        .with_partition_index(p)
+                                        .with_timestamp(timestamp)
+                                })
+                                .collect(),
+                        )]);
+                let response = self.connection(leader).await?.send(&request).await?;
+                for &partition in &leader_partitions {
+                    let p = response
+                        .topics
+                        .iter()
+                        .flat_map(|t| &t.partitions)
+                        .find(|p| p.partition_index == partition);
+                    let p = p.ok_or_else(|| Error::check(3, context(partition), None).unwrap_err())?;
+                    Error::check(p.error_code, context(partition), None)?;
+                    offsets.insert(partition, p.offset);
+                }
+            }
+            Ok(offsets)
+        })
+        .await
     }
 
     /// Fetches from one partition's leader at `offset`, returning raw batches.

@@ -46,6 +46,18 @@ pub(crate) async fn read_partition(
     topic: &str,
     partition: i32,
 ) -> Result<Vec<(Option<Bytes>, Option<Bytes>)>, MirrorError> {
+    read_partitions(client, cluster, topic, &[partition]).await
+}
+
+/// Every data record (key, value) of `partitions`, partition after partition, from the log start
+/// to the current end. Offsets are listed for all partitions at once and empty partitions are
+/// not fetched: over a slow link every round trip counts.
+pub(crate) async fn read_partitions(
+    client: &KafkaClient,
+    cluster: &str,
+    topic: &str,
+    partitions: &[i32],
+) -> Result<Vec<(Option<Bytes>, Option<Bytes>)>, MirrorError> {
     let fail = |error| MirrorError::Client {
         cluster: cluster.into(),
         error,
@@ -54,36 +66,39 @@ pub(crate) async fn read_partition(
         topic: topic.into(),
         message,
     };
-    let mut position = client
-        .list_offsets(topic, &[partition], OffsetSpec::Earliest)
+    let starts = client
+        .list_offsets(topic, partitions, OffsetSpec::Earliest)
         .await
-        .map_err(fail)?[&partition];
-    let end = client
-        .list_offsets(topic, &[partition], OffsetSpec::Latest)
+        .map_err(fail)?;
+    let ends = client
+        .list_offsets(topic, partitions, OffsetSpec::Latest)
         .await
-        .map_err(fail)?[&partition];
+        .map_err(fail)?;
     let mut records = Vec::new();
-    while position < end {
-        let fetched = client
-            .fetch(topic, partition, position, 1 << 20, false)
-            .await
-            .map_err(fail)?;
-        let before = position;
-        for batch in RecordBatches::new(fetched.records) {
-            let batch = batch.map_err(|e| corrupt(e.to_string()))?;
-            if !batch.is_control() {
-                for record in decode_records(&batch).map_err(|e| corrupt(e.to_string()))? {
-                    if batch.base_offset() + i64::from(record.offset_delta) >= position {
-                        records.push((record.key, record.value));
+    for &partition in partitions {
+        let (mut position, end) = (starts[&partition], ends[&partition]);
+        while position < end {
+            let fetched = client
+                .fetch(topic, partition, position, 1 << 20, false)
+                .await
+                .map_err(fail)?;
+            let before = position;
+            for batch in RecordBatches::new(fetched.records) {
+                let batch = batch.map_err(|e| corrupt(e.to_string()))?;
+                if !batch.is_control() {
+                    for record in decode_records(&batch).map_err(|e| corrupt(e.to_string()))? {
+                        if batch.base_offset() + i64::from(record.offset_delta) >= position {
+                            records.push((record.key, record.value));
+                        }
                     }
                 }
+                position = batch.next_offset();
             }
-            position = batch.next_offset();
-        }
-        if position == before {
-            return Err(corrupt(format!(
-                "no progress reading partition {partition} at offset {position}"
-            )));
+            if position == before {
+                return Err(corrupt(format!(
+                    "no progress reading partition {partition} at offset {position}"
+                )));
+            }
         }
     }
     Ok(records)

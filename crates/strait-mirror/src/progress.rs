@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use strait_client::KafkaClient;
 
-use crate::internal::{ensure_compacted_topic, read_partition, write_records};
+use crate::internal::{ensure_compacted_topic, read_partitions, write_records};
 use crate::murmur2::partition_for_key;
 use crate::MirrorError;
 
@@ -59,10 +59,9 @@ impl ProgressStore {
             state: Mutex::new(State::default()),
         };
         let mut state = State::default();
-        for partition in 0..partitions {
-            for (key, value) in read_partition(client, "target", &store.topic, partition).await? {
-                store.apply(&mut state, key.as_deref(), value.as_deref())?;
-            }
+        let all: Vec<i32> = (0..partitions).collect();
+        for (key, value) in read_partitions(client, "target", &store.topic, &all).await? {
+            store.apply(&mut state, key.as_deref(), value.as_deref())?;
         }
         *store.state.lock().expect("progress lock") = state;
         Ok(store)

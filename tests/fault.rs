@@ -1,0 +1,127 @@
+//! A fault-injection TCP proxy on loopback: forwards bytes between clients and one upstream,
+//! and can add latency in each direction or cut every connection it carries.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+/// A running proxy. Dropping it stops accepting; connections end with the runtime or a cut.
+pub struct FaultProxy {
+    port: u16,
+    upstream: Arc<Mutex<Option<SocketAddr>>>,
+    latency_ms: Arc<AtomicU64>,
+    cut: watch::Sender<u64>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl FaultProxy {
+    /// Listens on a free loopback port; connections are refused until an upstream is set.
+    pub async fn start() -> FaultProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binding the proxy");
+        let port = listener.local_addr().expect("bound").port();
+        let upstream: Arc<Mutex<Option<SocketAddr>>> = Arc::default();
+        let latency_ms = Arc::new(AtomicU64::new(0));
+        let (cut, cuts) = watch::channel(0u64);
+        let accept = tokio::spawn({
+            let (upstream, latency_ms) = (upstream.clone(), latency_ms.clone());
+            async move {
+                while let Ok((client, _)) = listener.accept().await {
+                    let Some(address) = *upstream.lock().expect("proxy lock") else {
+                        continue;
+                    };
+                    let (latency_ms, cuts) = (latency_ms.clone(), cuts.clone());
+                    tokio::spawn(async move {
+                        if let Ok(server) = TcpStream::connect(address).await {
+                            carry(client, server, latency_ms, cuts).await;
+                        }
+                    });
+                }
+            }
+        });
+        FaultProxy {
+            port,
+            upstream,
+            latency_ms,
+            cut,
+            accept,
+        }
+    }
+
+    /// The port clients connect to.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Where connections go.
+    pub fn set_upstream(&self, address: SocketAddr) {
+        *self.upstream.lock().expect("proxy lock") = Some(address);
+    }
+
+    /// Delay added to every chunk of bytes, in each direction.
+    pub fn set_latency(&self, latency: Duration) {
+        self.latency_ms.store(latency.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Closes every connection open now (mid-request or mid-response alike).
+    pub fn cut_connections(&self) {
+        self.cut.send_modify(|generation| *generation += 1);
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.cut_connections();
+    }
+}
+
+async fn carry(client: TcpStream, server: TcpStream, latency_ms: Arc<AtomicU64>, mut cuts: watch::Receiver<u64>) {
+    let _ = (client.set_nodelay(true), server.set_nodelay(true));
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    let up = pipe(client_read, server_write, latency_ms.clone());
+    let down = pipe(server_read, client_write, latency_ms);
+    cuts.mark_unchanged();
+    tokio::select! {
+        _ = async { tokio::join!(up, down) } => {}
+        _ = cuts.changed() => {} // Dropping both halves closes both sockets.
+    }
+}
+
+/// Copies one direction; each chunk is delivered `latency` after it was read, without holding
+/// back the chunks behind it (a link's delay, not its bandwidth).
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    latency_ms: Arc<AtomicU64>,
+) {
+    let (chunks, mut due) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let reader = async move {
+        let mut buffer = vec![0u8; 64 * 1024];
+        while let Ok(n) = from.read(&mut buffer).await {
+            if n == 0 {
+                break;
+            }
+            let at = Instant::now() + Duration::from_millis(latency_ms.load(Ordering::Relaxed));
+            if chunks.send((at, buffer[..n].to_vec())).is_err() {
+                break;
+            }
+        }
+    };
+    let writer = async move {
+        while let Some((at, chunk)) = due.recv().await {
+            tokio::time::sleep_until(at).await;
+            if to.write_all(&chunk).await.is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown().await;
+    };
+    tokio::join!(reader, writer);
+}
