@@ -7,12 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{ApiKey, FetchRequest};
+use kafka_protocol::messages::FetchRequest;
 use strait_client::kafka_protocol;
 use strait_client::{
     submit_produce, topic_name, BrokerConnection, Error, KafkaClient, OffsetSpec, PendingProduce, ProducerIdAndEpoch,
 };
-use strait_wire::{rebuild_batch, AbortedTransactionFilter, BatchVerdict, ProducerState, RecordBatch, RecordBatches};
+use strait_wire::{
+    rebuild_batch, AbortedTransactionFilter, BatchVerdict, ProducerState, RecordBatch, RecordBatches, WireError,
+};
 use tokio::sync::{mpsc, watch};
 
 use crate::progress::ProgressStore;
@@ -347,6 +349,9 @@ struct Pending {
     sequence: i32,
     /// The request on the wire, or why it could not be sent; `None` once awaited.
     response: Option<Result<PendingProduce, Error>>,
+    /// Why the batch could not be rewritten (its source CRC does not match, say): the
+    /// partition stops at it rather than skip it.
+    rewrite_error: Option<WireError>,
 }
 
 async fn produce_loop(
@@ -385,6 +390,7 @@ async fn produce_loop(
                         outgoing,
                         sequence,
                         response: None,
+                        rewrite_error: None,
                     };
                     producer.send(&mut pending).await;
                     in_flight.push_back(pending);
@@ -393,6 +399,14 @@ async fn produce_loop(
             }
         }
         let Some(front) = in_flight.front_mut() else { continue };
+        if let Some(error) = front.rewrite_error.take() {
+            return Err(MirrorError::Batch {
+                topic: route.source_topic.clone(),
+                partition: route.partition,
+                offset: front.outgoing.source_first(),
+                error,
+            });
+        }
         let result = match front.response.take() {
             Some(Ok(response)) => response.base_offset().await,
             Some(Err(error)) => Err(error),
@@ -519,15 +533,8 @@ impl Producer {
         };
         let parts = match pending.outgoing.batch.rewrite(state) {
             Ok(forward) => forward.into_parts(),
-            // The fetch side only passes forwardable batches; should one slip through, the
-            // partition stops with this error rather than skip it.
             Err(error) => {
-                let message = error.to_string();
-                pending.response = Some(Err(Error::Protocol {
-                    api: ApiKey::Produce,
-                    version: -1,
-                    message,
-                }));
+                pending.rewrite_error = Some(error);
                 return;
             }
         };

@@ -50,7 +50,8 @@ pub struct KafkaCluster {
     dir: PathBuf,
     port: u16,
     broker: Mutex<Option<Guarded>>,
-    _janitor: Guarded,
+    /// Removes the folder when the process ends; `None` only while a start is retried.
+    janitor: Option<Guarded>,
 }
 
 impl KafkaCluster {
@@ -69,23 +70,45 @@ impl KafkaCluster {
             uuid::Uuid::new_v4().simple()
         ));
         create_dir(&dir)?;
-        let janitor = Guarded::janitor(&dir)?;
-        let (port, controller_port) = (free_port()?, free_port()?);
-        write(
-            &dir.join("server.properties"),
-            &server_properties(&options, &dir, port, controller_port),
-        )?;
+        let mut janitor = Some(Guarded::janitor(&dir)?);
         write(&dir.join("log4j2.xml"), &broker_log4j2(&dir.join("broker.log")))?;
-        format_storage(dist, &options.name, &dir)?;
-        let cluster = KafkaCluster {
-            options,
-            dir,
-            port,
-            broker: Mutex::new(None),
-            _janitor: janitor,
-        };
-        cluster.start_broker()?;
-        Ok(cluster)
+        // Free ports are found by binding and releasing them, so a process starting at the same
+        // moment can take one first; the broker then fails to bind and we try other ports.
+        let mut attempt = 0;
+        loop {
+            let (port, controller_port) = (free_port()?, free_port()?);
+            write(
+                &dir.join("server.properties"),
+                &server_properties(&options, &dir, port, controller_port),
+            )?;
+            if attempt == 0 {
+                format_storage(dist, &options.name, &dir)?;
+            }
+            let cluster = KafkaCluster {
+                options: options.clone(),
+                dir: dir.clone(),
+                port,
+                broker: Mutex::new(None),
+                janitor: janitor.take(),
+            };
+            match cluster.start_broker() {
+                Ok(()) => return Ok(cluster),
+                Err(Error::Start { reason, .. }) if attempt < 2 && reason == "the JVM exited" => {
+                    attempt += 1;
+                    // Keep the janitor (and so the folder) for the next attempt.
+                    janitor = Some(cluster.into_janitor());
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Gives up this cluster (its broker is not running) but keeps its folder's janitor.
+    fn into_janitor(mut self) -> Guarded {
+        self.kill_broker();
+        self.janitor
+            .take()
+            .expect("a cluster has its janitor until it is given up")
     }
 
     /// The cluster's name.
