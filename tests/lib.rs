@@ -287,3 +287,26 @@ pub fn now_ms() -> i64 {
         .expect("after 1970")
         .as_millis() as i64
 }
+
+/// Waits until `topic` holds at least `records` records and then stops growing for 1.5 s: with
+/// duplicates (after a crash) the count passes `records` before every record has arrived.
+pub async fn wait_until_complete(client: &KafkaClient, topic: &str, records: i64) {
+    wait_until(&format!("{topic} to hold {records} records"), || async {
+        end_offsets(client, topic).await >= records
+    })
+    .await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut previous = end_offsets(client, topic).await;
+    loop {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let current = end_offsets(client, topic).await;
+        if current == previous {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{topic} kept growing for {WAIT:?}"
+        );
+        previous = current;
+    }
+}

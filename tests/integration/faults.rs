@@ -56,6 +56,7 @@ async fn connections_cut_during_a_transfer_lose_nothing() {
         proxy.cut_connections();
         cuts += 1;
     }
+    wait_until_complete(&target, &remote, total).await;
     mirror.stop().await.unwrap();
     let duplicates = check_numbered(&target, &remote, partitions, batches * per_batch).await;
     println!("connection cuts: {total} records, {cuts} cuts, 0 lost, {duplicates} duplicated");

@@ -245,7 +245,10 @@ fn broker_log4j2(log: &Path) -> String {
 }
 
 fn format_storage(dist: &KafkaDist, cluster: &str, dir: &Path) -> Result<()> {
-    let cluster_id = base64url(uuid::Uuid::new_v4().as_bytes());
+    // Like Kafka's Uuid.randomUuid, never start with '-': the storage tool would read it as an option.
+    let cluster_id = std::iter::repeat_with(|| base64url(uuid::Uuid::new_v4().as_bytes()))
+        .find(|id| !id.starts_with('-'))
+        .expect("an endless supply of ids");
     let output = dist
         .java("kafka.tools.StorageTool")
         .args(["format", "-t", &cluster_id, "-c"])
