@@ -41,6 +41,12 @@ async fn connections_cut_during_a_transfer_lose_nothing() {
         .await
         .unwrap();
     let remote = format!("source.{topic}");
+    // Cut during the transfer: from the first record on (a flow that cannot start at all stops
+    // with an error, which is another test's business).
+    wait_until("the first records on the target", || async {
+        end_offsets(&target, &remote).await > 0
+    })
+    .await;
     let mut cuts = 0;
     let deadline = Instant::now() + WAIT * 2;
     loop {
@@ -60,7 +66,7 @@ async fn connections_cut_during_a_transfer_lose_nothing() {
     mirror.stop().await.unwrap();
     let duplicates = check_numbered(&target, &remote, partitions, batches * per_batch).await;
     println!("connection cuts: {total} records, {cuts} cuts, 0 lost, {duplicates} duplicated");
-    assert!(cuts >= 2, "the transfer must see cuts ({cuts})");
+    assert!(cuts >= 1, "the transfer must see cuts ({cuts})");
 }
 
 #[tokio::test(flavor = "multi_thread")]
