@@ -9,6 +9,7 @@ use strait_client::{
 use strait_config::FlowConfig;
 use tokio::sync::watch;
 
+use crate::internal::next_tick;
 use crate::MirrorError;
 
 /// The target ACLs for the source's `acls`.
@@ -39,11 +40,7 @@ pub(crate) async fn acl_sync_loop(
         return Ok(());
     };
     let mut ticker = tokio::time::interval(interval);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = shutdown.changed() => return Ok(()),
-        }
+    while next_tick(&mut ticker, &mut shutdown).await {
         match source.describe_topic_acls().await {
             Ok(None) => {
                 tracing::info!(
@@ -62,4 +59,5 @@ pub(crate) async fn acl_sync_loop(
             }
         }
     }
+    Ok(())
 }

@@ -12,7 +12,7 @@ use strait_config::FlowConfig;
 use strait_wire::Checkpoint;
 use tokio::sync::watch;
 
-use crate::internal::{ensure_compacted_topic, read_partition, write_records};
+use crate::internal::{ensure_compacted_topic, next_tick, read_partition, write_records};
 use crate::syncs::OffsetSyncs;
 use crate::MirrorError;
 
@@ -67,11 +67,7 @@ pub(crate) async fn checkpoint_loop(
     let sync_interval = flow.sync_group_offsets.interval();
     let mut next_group_sync = tokio::time::Instant::now() + sync_interval.unwrap_or(Duration::MAX / 4);
     let mut ticker = tokio::time::interval(interval);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = shutdown.changed() => return Ok(()),
-        }
+    while next_tick(&mut ticker, &mut shutdown).await {
         match emit_checkpoints(&flow, &source, &target, &syncs, &topic, &mut latest).await {
             Ok(written) if written > 0 => tracing::debug!(flow = %flow.name(), written, "checkpoints written"),
             Ok(_) => {}
@@ -84,6 +80,7 @@ pub(crate) async fn checkpoint_loop(
             sync_group_offsets(&flow, &target, &latest).await;
         }
     }
+    Ok(())
 }
 
 fn checkpoint_key(checkpoint: &Checkpoint) -> CheckpointKey {

@@ -5,6 +5,7 @@ use strait_client::{AlterConfigOp, ConfigEntry, ConfigSource, KafkaClient};
 use strait_config::FlowConfig;
 use tokio::sync::watch;
 
+use crate::internal::next_tick;
 use crate::MirrorError;
 
 /// The changes that make a remote topic follow `source`'s config entries: read-only, sensitive,
@@ -51,15 +52,12 @@ pub(crate) async fn config_sync_loop(
         return Ok(());
     };
     let mut ticker = tokio::time::interval(interval);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = shutdown.changed() => return Ok(()),
-        }
+    while next_tick(&mut ticker, &mut shutdown).await {
         if let Err(error) = sync_configs(&flow, &source, &target).await {
             tracing::warn!(flow = %flow.name(), %error, "topic config sync failed; retrying next interval");
         }
     }
+    Ok(())
 }
 
 async fn sync_configs(

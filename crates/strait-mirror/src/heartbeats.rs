@@ -7,7 +7,7 @@ use strait_config::FlowConfig;
 use strait_wire::Heartbeat;
 use tokio::sync::watch;
 
-use crate::internal::{ensure_compacted_topic, now_ms, write_records};
+use crate::internal::{ensure_compacted_topic, next_tick, now_ms, write_records};
 use crate::MirrorError;
 
 /// Emits heartbeats until `shutdown`.
@@ -29,11 +29,7 @@ pub(crate) async fn heartbeat_loop(
     )
     .await?;
     let mut ticker = tokio::time::interval(interval);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = shutdown.changed() => return Ok(()),
-        }
+    while next_tick(&mut ticker, &mut shutdown).await {
         let heartbeat = Heartbeat {
             source_cluster_alias: flow.source.alias.clone(),
             target_cluster_alias: flow.target.alias.clone(),
@@ -51,4 +47,5 @@ pub(crate) async fn heartbeat_loop(
             tracing::warn!(flow = %flow.name(), %error, "writing a heartbeat failed");
         }
     }
+    Ok(())
 }

@@ -136,3 +136,15 @@ pub(crate) fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
 }
+
+/// Waits for the next tick of a periodic task: `true` when it is due, `false` once `shutdown`
+/// says stop (or its sender is gone).
+pub(crate) async fn next_tick(
+    ticker: &mut tokio::time::Interval,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+) -> bool {
+    tokio::select! {
+        _ = ticker.tick() => true,
+        _ = shutdown.changed() => false,
+    }
+}
