@@ -204,19 +204,21 @@ impl KafkaClient {
                     })
                     .collect(),
             );
-        let response = retrying(self.config().connection.request_timeout, || async {
-            self.group_coordinator(group).await?.send(&request).await
-        })
-        .await?;
-        for t in &response.topics {
-            for p in &t.partitions {
-                Error::check(
-                    p.error_code,
-                    || format!("OffsetCommit {group} {}-{}", t.name.0.as_str(), p.partition_index),
-                    None,
-                )?;
+        // Partition errors such as NOT_COORDINATOR (the group moved, or its coordinator is still
+        // loading) are retried with the request.
+        retrying(self.config().connection.request_timeout, || async {
+            let response = self.group_coordinator(group).await?.send(&request).await?;
+            for t in &response.topics {
+                for p in &t.partitions {
+                    Error::check(
+                        p.error_code,
+                        || format!("OffsetCommit {group} {}-{}", t.name.0.as_str(), p.partition_index),
+                        None,
+                    )?;
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 }
