@@ -379,8 +379,12 @@ pub(crate) fn known_names() -> impl Iterator<Item = &'static str> {
         .chain(IGNORED_KEYS.iter().map(|&(k, _)| k))
         .chain(CLIENT_GENERIC_KEYS.iter().copied())
         .chain(KNOWN_SECURITY_KEYS.iter().copied())
-        .chain(["clusters", "bootstrap.servers", "security.protocol"])
+        .chain(["clusters", "bootstrap.servers", "security.protocol", HTTP_LISTENER])
 }
+
+/// Strait's own top-level key: where `/metrics`, `/status` and `/health` are served
+/// (`host:port`); unset means no HTTP endpoint.
+pub(crate) const HTTP_LISTENER: &str = "strait.http.listener";
 
 /// The closest candidate within a small edit distance.
 pub(crate) fn suggest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {

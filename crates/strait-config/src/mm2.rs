@@ -14,7 +14,7 @@ use crate::flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule};
 use crate::keys::{
     connector_key, deprecated_key, ignored_reason, is_connection_key, is_secret, java_list, java_trim, known_names,
     one_of, suggest, unknown_security_key, Kind, Raw, CONNECTOR_KEYS, DEFAULT_POLICY_CLASS, DEPRECATED_KEYS,
-    IDENTITY_POLICY_CLASS, ROLE_PREFIXES,
+    HTTP_LISTENER, IDENTITY_POLICY_CLASS, ROLE_PREFIXES,
 };
 use crate::policy::{PolicyKind, ReplicationPolicy};
 use crate::properties::{Properties, Property};
@@ -40,6 +40,20 @@ impl fmt::Display for IgnoredKey {
     }
 }
 
+/// A `host:port` to listen on (IPv6 hosts in brackets).
+fn parse_listener(prop: &Property) -> Result<String> {
+    let value = java_trim(&prop.value);
+    match parse_bootstrap_servers(value) {
+        Some(servers) if servers.len() == 1 => Ok(servers.into_iter().next().unwrap_or_default()),
+        _ => Err(ConfigError::InvalidValue {
+            line: prop.line,
+            key: prop.key.clone(),
+            value: prop.value.clone(),
+            expected: "one host:port to serve /metrics, /status and /health on, e.g. 127.0.0.1:9464".into(),
+        }),
+    }
+}
+
 /// A parsed and validated `mm2.properties`.
 #[derive(Debug, Clone)]
 pub struct Mm2Config {
@@ -48,6 +62,7 @@ pub struct Mm2Config {
     pub(crate) flows: Vec<FlowConfig>,
     pub(crate) ignored: Vec<IgnoredKey>,
     pub(crate) warnings: Vec<String>,
+    pub(crate) http_listener: Option<String>,
 }
 
 impl Mm2Config {
@@ -86,9 +101,13 @@ impl Mm2Config {
         let clusters_prop = props.get("clusters").ok_or(ConfigError::MissingClusters)?;
         let clusters = parse_clusters(clusters_prop)?;
         let mut scopes = Scopes::new(&clusters);
-        for prop in props.iter().filter(|p| p.key != "clusters") {
+        for prop in props.iter().filter(|p| p.key != "clusters" && p.key != HTTP_LISTENER) {
             scopes.classify(prop)?;
         }
+        let http_listener = match props.get(HTTP_LISTENER) {
+            None => None,
+            Some(prop) => Some(parse_listener(prop)?),
+        };
 
         let mut flows = Vec::new();
         for source in &clusters {
@@ -107,12 +126,19 @@ impl Mm2Config {
         }
         let cluster_configs = clusters.iter().map(|a| scopes.client(a, None)).collect();
         Ok(Mm2Config {
+            http_listener,
             cluster_configs,
             flows,
             ignored: scopes.ignored,
             warnings: scopes.warnings,
             clusters,
         })
+    }
+
+    /// Where to serve `/metrics`, `/status` and `/health` (`strait.http.listener`, `host:port`),
+    /// if anywhere.
+    pub fn http_listener(&self) -> Option<&str> {
+        self.http_listener.as_deref()
     }
 
     /// The aliases of `clusters`, in file order, without duplicates.

@@ -51,6 +51,9 @@ fn write_setting(f: &mut fmt::Formatter<'_>, name: &str, value: &str, origin: &O
 impl fmt::Display for Mm2Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "clusters = {}", self.clusters.join(", "))?;
+        if let Some(listener) = &self.http_listener {
+            writeln!(f, "strait.http.listener = {listener}")?;
+        }
         for flow in &self.flows {
             writeln!(f, "\nflow {} ({})", flow.name(), flow_status(flow))?;
             for (name, setting) in &flow.settings {
@@ -115,6 +118,7 @@ impl Mm2Config {
     pub fn to_json(&self) -> Value {
         json!({
             "clusters": self.clusters,
+            "http_listener": self.http_listener,
             "flows": self.flows.iter().map(flow_json).collect::<Vec<_>>(),
             "ignored": self.ignored.iter().map(|i| json!({
                 "line": i.line,

@@ -878,3 +878,18 @@ fn render_json() {
     assert_eq!(json["ignored"], serde_json::json!([]));
     assert!(!json.to_string().contains("\"pw\""));
 }
+
+#[test]
+fn http_listener() {
+    assert_eq!(two("").http_listener(), None);
+    let config = two("strait.http.listener = 127.0.0.1:9464\n");
+    assert_eq!(config.http_listener(), Some("127.0.0.1:9464"));
+    assert!(config.to_string().contains("strait.http.listener = 127.0.0.1:9464"));
+    assert!(
+        error("clusters = A\nA.bootstrap.servers = a:1\nstrait.http.listener = 9464\n")
+            .contains("line 3: invalid value `9464` for `strait.http.listener`")
+    );
+    assert!(
+        error("clusters = A\nA.bootstrap.servers = a:1\nstrait.http.listner = x:1\n").contains("strait.http.listener")
+    );
+}
