@@ -12,9 +12,9 @@ use strait_config::FlowConfig;
 use strait_wire::Checkpoint;
 use tokio::sync::watch;
 
-use crate::internal::{ensure_compacted_topic, next_tick, read_partition, write_records};
+use crate::internal::{ensure_compacted_topic, next_tick, now_ms, read_partition, write_records};
 use crate::syncs::OffsetSyncs;
-use crate::MirrorError;
+use crate::{MirrorError, Stats};
 
 /// The latest checkpoint per (group, downstream topic, partition) in a checkpoints topic, sorted.
 /// Records that are not checkpoints are skipped, as MM2's `MirrorClient` skips them.
@@ -43,6 +43,7 @@ pub(crate) async fn checkpoint_loop(
     source: KafkaClient,
     target: KafkaClient,
     syncs: Arc<OffsetSyncs>,
+    stats: Arc<Stats>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
     let Some(interval) = flow.emit_checkpoints.interval() else {
@@ -68,7 +69,7 @@ pub(crate) async fn checkpoint_loop(
     let mut next_group_sync = tokio::time::Instant::now() + sync_interval.unwrap_or(Duration::MAX / 4);
     let mut ticker = tokio::time::interval(interval);
     while next_tick(&mut ticker, &mut shutdown).await {
-        match emit_checkpoints(&flow, &source, &target, &syncs, &topic, &mut latest).await {
+        match emit_checkpoints(&flow, &source, &target, &syncs, &stats, &topic, &mut latest).await {
             Ok(written) if written > 0 => tracing::debug!(flow = %flow.name(), written, "checkpoints written"),
             Ok(_) => {}
             Err(error) => {
@@ -102,6 +103,7 @@ async fn emit_checkpoints(
     source: &KafkaClient,
     target: &KafkaClient,
     syncs: &OffsetSyncs,
+    stats: &Stats,
     topic: &str,
     latest: &mut HashMap<CheckpointKey, Checkpoint>,
 ) -> Result<usize, MirrorError> {
@@ -110,11 +112,13 @@ async fn emit_checkpoints(
         error,
     };
     let groups = source.list_groups().await.map_err(fail)?;
-    let mut fresh = Vec::new();
+    // With when its group's offsets were read, for MM2's checkpoint latency.
+    let mut fresh: Vec<(Checkpoint, i64)> = Vec::new();
     for group in groups
         .iter()
         .filter(|g| flow.group_filter.should_replicate_group(&g.group_id))
     {
+        let read_at = now_ms();
         let offsets = match source.committed_offsets(&group.group_id).await {
             Ok(offsets) => offsets,
             Err(error) => {
@@ -145,13 +149,17 @@ async fn emit_checkpoints(
             });
             if due {
                 latest.insert(key, checkpoint.clone());
-                fresh.push(checkpoint);
+                fresh.push((checkpoint, read_at));
             }
         }
     }
     for chunk in fresh.chunks(1000) {
-        let records: Vec<(Bytes, Bytes)> = chunk.iter().map(|c| (c.key(), c.value())).collect();
+        let records: Vec<(Bytes, Bytes)> = chunk.iter().map(|(c, _)| (c.key(), c.value())).collect();
         write_records(target, &flow.target.alias, topic, 0, records).await?;
+        let acked = now_ms();
+        for (c, read_at) in chunk {
+            stats.record_checkpoint(&c.group, &c.topic, c.partition, acked - read_at);
+        }
     }
     Ok(fresh.len())
 }

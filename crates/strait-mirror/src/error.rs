@@ -47,3 +47,10 @@ pub enum MirrorError {
         message: String,
     },
 }
+
+impl MirrorError {
+    /// Whether trying again later can succeed (a cluster unreachable, a leader moving).
+    pub fn is_retriable(&self) -> bool {
+        matches!(self, MirrorError::Client { error, .. } if error.is_retriable())
+    }
+}

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strait_client::{ClientConfig, KafkaClient, NewTopic};
+use strait_client::{ClientConfig, ClusterMetadata, KafkaClient, NewTopic, TopicMetadata};
 use strait_config::{AutoOffsetReset, FlowConfig, IsolationLevel, OffsetSyncsTopicLocation};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -17,7 +17,7 @@ use crate::heartbeats::heartbeat_loop;
 use crate::partition::{mirror_partition, OffsetReset, PartitionContext, PartitionRoute};
 use crate::progress::ProgressStore;
 use crate::syncs::OffsetSyncs;
-use crate::{MirrorError, Stats};
+use crate::{FlowState, MirrorError, Stats};
 
 /// How often acknowledged positions are written to the progress topic. Restarting repeats at
 /// most this much work (bounded duplicates, never gaps).
@@ -25,6 +25,8 @@ const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// Replication factor of the progress topic (Connect's `offset.storage.replication.factor`),
 /// capped at the number of target brokers.
 const PROGRESS_REPLICATION_FACTOR: i16 = 3;
+/// Longest pause between attempts to start a flow.
+const START_UP_MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// A running flow.
 #[derive(Debug)]
@@ -55,13 +57,23 @@ impl FlowHandle {
 
 /// Starts mirroring `flow` on the current tokio runtime.
 pub fn run_flow(flow: FlowConfig) -> FlowHandle {
-    let stats = Arc::new(Stats::default());
+    let stats = Arc::new(Stats::new(&flow.source.alias, &flow.target.alias));
     let (shutdown, signal) = watch::channel(false);
-    let task = tokio::spawn(flow_loop(flow, stats.clone(), signal));
+    let task = tokio::spawn({
+        let stats = stats.clone();
+        async move {
+            let result = flow_loop(flow, stats.clone(), signal).await;
+            match &result {
+                Ok(()) => stats.set_state(FlowState::Stopped, None),
+                Err(error) => stats.set_state(FlowState::Failed, Some(error.to_string())),
+            }
+            result
+        }
+    });
     FlowHandle { stats, shutdown, task }
 }
 
-async fn connect(cluster: &strait_config::ClusterClientConfig) -> Result<KafkaClient, MirrorError> {
+pub(crate) async fn connect(cluster: &strait_config::ClusterClientConfig) -> Result<KafkaClient, MirrorError> {
     let mut config = ClientConfig::new(&cluster.bootstrap_servers.join(","));
     config.connection.client_id = format!("strait-{}", cluster.alias);
     KafkaClient::connect(config)
@@ -72,12 +84,50 @@ async fn connect(cluster: &strait_config::ClusterClientConfig) -> Result<KafkaCl
         })
 }
 
-async fn flow_loop(flow: FlowConfig, stats: Arc<Stats>, shutdown: watch::Receiver<bool>) -> Result<(), MirrorError> {
-    let target = connect(&flow.target).await?;
+/// Runs `step` until it succeeds, retrying errors that may pass (a cluster unreachable or
+/// restarting) with backoff and showing them in the flow's state; `None` on shutdown. A flow
+/// of a long-running appliance waits for its clusters rather than end.
+async fn start_up<T, F, Fut>(
+    flow: &FlowConfig,
+    stats: &Stats,
+    shutdown: &mut watch::Receiver<bool>,
+    mut step: F,
+) -> Result<Option<T>, MirrorError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, MirrorError>>,
+{
+    let mut delay = Duration::from_secs(1);
+    loop {
+        match step().await {
+            Ok(value) => return Ok(Some(value)),
+            Err(error) if error.is_retriable() => {
+                tracing::warn!(flow = %flow.name(), %error, "flow cannot start yet; retrying in {delay:?}");
+                stats.set_state(FlowState::Starting, Some(error.to_string()));
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = shutdown.changed() => return Ok(None),
+                }
+                delay = (delay * 2).min(START_UP_MAX_BACKOFF);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+async fn flow_loop(
+    flow: FlowConfig,
+    stats: Arc<Stats>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), MirrorError> {
+    let Some(target) = start_up(&flow, &stats, &mut shutdown, || connect(&flow.target)).await? else {
+        return Ok(());
+    };
     let heartbeats = tokio::spawn(heartbeat_loop(flow.clone(), target.clone(), shutdown.clone()));
     let result = if flow.enabled {
         data_loop(flow, target, stats, shutdown).await
     } else {
+        stats.set_state(FlowState::Running, None);
         Ok(())
     };
     // A heartbeat-only flow (MM2 runs one for every pair) lives until shutdown.
@@ -85,13 +135,15 @@ async fn flow_loop(flow: FlowConfig, stats: Arc<Stats>, shutdown: watch::Receive
     result.and(heartbeats)
 }
 
-async fn data_loop(
-    flow: FlowConfig,
-    target: KafkaClient,
-    stats: Arc<Stats>,
-    mut shutdown: watch::Receiver<bool>,
-) -> Result<(), MirrorError> {
-    let name = flow.name();
+/// What a flow sets up before it mirrors.
+struct Setup {
+    source: KafkaClient,
+    target_brokers: i16,
+    progress: ProgressStore,
+    syncs: Option<OffsetSyncs>,
+}
+
+async fn set_up(flow: &FlowConfig, target: &KafkaClient) -> Result<Setup, MirrorError> {
     let source = connect(&flow.source).await?;
     let target_brokers = target
         .metadata(Some(&[]))
@@ -102,26 +154,43 @@ async fn data_loop(
         })?
         .brokers
         .len() as i16;
-    let progress = Arc::new(
-        ProgressStore::open(
-            &target,
-            &flow.source.alias,
-            PROGRESS_REPLICATION_FACTOR.min(target_brokers),
-        )
-        .await?,
-    );
+    let progress = ProgressStore::open(
+        target,
+        &flow.source.alias,
+        PROGRESS_REPLICATION_FACTOR.min(target_brokers),
+    )
+    .await?;
     let syncs = if flow.emit_offset_syncs_enabled {
         let (client, alias) = match flow.offset_syncs_topic_location {
             OffsetSyncsTopicLocation::Source => (&source, &flow.source.alias),
-            OffsetSyncsTopicLocation::Target => (&target, &flow.target.alias),
+            OffsetSyncsTopicLocation::Target => (target, &flow.target.alias),
         };
         let topic = flow.offset_syncs_topic();
-        Some(Arc::new(
-            OffsetSyncs::open(client, alias, &topic, flow.offset_syncs_topic_replication_factor).await?,
-        ))
+        Some(OffsetSyncs::open(client, alias, &topic, flow.offset_syncs_topic_replication_factor).await?)
     } else {
         None
     };
+    Ok(Setup {
+        source,
+        target_brokers,
+        progress,
+        syncs,
+    })
+}
+
+async fn data_loop(
+    flow: FlowConfig,
+    target: KafkaClient,
+    stats: Arc<Stats>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), MirrorError> {
+    let name = flow.name();
+    let Some(setup) = start_up(&flow, &stats, &mut shutdown, || set_up(&flow, &target)).await? else {
+        return Ok(());
+    };
+    let (source, target_brokers) = (setup.source, setup.target_brokers);
+    let progress = Arc::new(setup.progress);
+    let syncs = setup.syncs.map(Arc::new);
     let config_sync = tokio::spawn(config_sync_loop(
         flow.clone(),
         source.clone(),
@@ -140,6 +209,7 @@ async fn data_loop(
             source.clone(),
             target.clone(),
             syncs,
+            stats.clone(),
             shutdown.clone(),
         ))
     });
@@ -160,6 +230,7 @@ async fn data_loop(
         request_timeout_ms: 30_000,
     };
     tracing::info!(flow = %name, "flow started");
+    stats.set_state(FlowState::Running, None);
     if flow.policy.kind() == strait_config::PolicyKind::Identity {
         tracing::warn!(
             flow = %name,
@@ -209,6 +280,7 @@ async fn data_loop(
                 },
             };
             tracing::error!(flow = %name, topic = %key.0, partition = key.1, %error, "partition stopped; fix the cause and restart");
+            stats.partition_stopped(&key.0, key.1, error.to_string());
             stopped.insert(key, error);
         }
         tokio::select! {
@@ -228,6 +300,7 @@ async fn data_loop(
         }
     }
     tracing::info!(flow = %name, "stopping: draining batches in flight");
+    stats.set_state(FlowState::Stopping, None);
     let mut first_error = stopped.into_values().next();
     for (_, task) in partitions {
         match tokio::time::timeout(Duration::from_secs(60), task).await {
@@ -276,10 +349,7 @@ async fn discover(
         (flow.replication_factor as i16).min(target_brokers)
     };
     let mut routes = Vec::new();
-    for (topic, metadata) in &source_metadata.topics {
-        if metadata.is_internal || metadata.error != 0 || !flow.should_replicate_topic(topic) {
-            continue;
-        }
+    for (topic, metadata) in replicated_topics(flow, &source_metadata) {
         let remote = flow.remote_topic(topic);
         let partitions = metadata.partitions.len() as i32;
         let target_error = |error| MirrorError::Client {
@@ -340,6 +410,17 @@ async fn discover(
         }
     }
     Ok(routes)
+}
+
+/// The source topics `flow` replicates, of those in `metadata`.
+pub(crate) fn replicated_topics<'a>(
+    flow: &'a FlowConfig,
+    metadata: &'a ClusterMetadata,
+) -> impl Iterator<Item = (&'a String, &'a TopicMetadata)> {
+    metadata
+        .topics
+        .iter()
+        .filter(|(topic, t)| !t.is_internal && t.error == 0 && flow.should_replicate_topic(topic))
 }
 
 /// What a task that did not finish normally means: its panic is raised again here; a task

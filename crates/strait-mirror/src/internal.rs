@@ -58,6 +58,28 @@ pub(crate) async fn read_partitions(
     topic: &str,
     partitions: &[i32],
 ) -> Result<Vec<(Option<Bytes>, Option<Bytes>)>, MirrorError> {
+    read_records(client, cluster, topic, partitions, None).await
+}
+
+/// The data records (key, value) among the last `count` offsets of one partition.
+pub(crate) async fn read_tail(
+    client: &KafkaClient,
+    cluster: &str,
+    topic: &str,
+    partition: i32,
+    count: i64,
+) -> Result<Vec<(Option<Bytes>, Option<Bytes>)>, MirrorError> {
+    read_records(client, cluster, topic, &[partition], Some(count)).await
+}
+
+/// The data records of `partitions`, from the log start (or the last `tail` offsets) to the end.
+async fn read_records(
+    client: &KafkaClient,
+    cluster: &str,
+    topic: &str,
+    partitions: &[i32],
+    tail: Option<i64>,
+) -> Result<Vec<(Option<Bytes>, Option<Bytes>)>, MirrorError> {
     let fail = |error| MirrorError::Client {
         cluster: cluster.into(),
         error,
@@ -76,7 +98,8 @@ pub(crate) async fn read_partitions(
         .map_err(fail)?;
     let mut records = Vec::new();
     for &partition in partitions {
-        let (mut position, end) = (starts[&partition], ends[&partition]);
+        let end = ends[&partition];
+        let mut position = starts[&partition].max(tail.map_or(i64::MIN, |count| end - count));
         while position < end {
             let fetched = client
                 .fetch(topic, partition, position, 1 << 20, false)

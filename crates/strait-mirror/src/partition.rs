@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::FetchRequest;
@@ -132,6 +132,9 @@ pub(crate) async fn mirror_partition(
         None => reset_position(&context, &route).await?,
     };
     tracing::info!(topic = %route.source_topic, partition = route.partition, start, "mirroring partition");
+    context
+        .stats
+        .partition_started(&route.source_topic, &route.target_topic, route.partition, start);
     let (items, queue) = mpsc::channel(FETCH_AHEAD);
     let fetcher = fetch_loop(context.clone(), route.clone(), start, items, shutdown);
     let producer = produce_loop(context, route, queue);
@@ -205,10 +208,14 @@ async fn fetch_loop(
                     .with_partition(partition)
                     .with_fetch_offset(position)
                     .with_partition_max_bytes(PARTITION_MAX_BYTES)])]);
+        let sent = Instant::now();
         let response = tokio::select! {
             response = connection.send(&request) => response,
             _ = shutdown.changed() => break,
         };
+        context
+            .stats
+            .record_request(&context.source_alias, "Fetch", sent.elapsed());
         let data = response.and_then(|r| {
             Error::check(r.error_code, || format!("Fetch {topic}-{partition}"), None)?;
             r.responses
@@ -227,10 +234,12 @@ async fn fetch_loop(
         }) {
             Ok(data) => data,
             Err(e) if e.kafka_code().is_some_and(|c| c.code() == 1) => {
+                context.stats.record_error(&context.source_alias, "Fetch", &e);
                 position = out_of_range(&context, &route, position).await?;
                 continue;
             }
             Err(e) if e.is_retriable() => {
+                context.stats.record_error(&context.source_alias, "Fetch", &e);
                 leader = None;
                 backoff.wait(topic, partition, &e).await;
                 continue;
@@ -262,6 +271,7 @@ async fn fetch_loop(
             if batch.next_offset() <= position {
                 continue; // Already mirrored: a fetch starts at the batch holding the position.
             }
+            context.stats.record_polled(topic, partition, batch.max_timestamp());
             let verdict = if context.read_committed {
                 filter.check(&batch)
             } else {
@@ -329,7 +339,7 @@ async fn out_of_range(context: &PartitionContext, route: &PartitionRoute, positi
             "GAP: source offsets {position}..={} were deleted at the source before they were mirrored; continuing at {earliest}",
             earliest - 1
         );
-        context.stats.record_gap(earliest - position);
+        context.stats.record_gap(topic, partition, earliest - position);
         Ok(earliest)
     } else {
         tracing::error!(
@@ -352,6 +362,16 @@ struct Pending {
     /// Why the batch could not be rewritten (its source CRC does not match, say): the
     /// partition stops at it rather than skip it.
     rewrite_error: Option<WireError>,
+    /// When it was last sent, for the Produce latency.
+    sent_at: Instant,
+}
+
+/// Source offsets up to `last` are mirrored: stored at the next flush, and shown in the lag.
+fn record_progress(context: &PartitionContext, route: &PartitionRoute, last: i64) {
+    context.progress.record(&route.source_topic, route.partition, last);
+    context
+        .stats
+        .record_position(&route.source_topic, route.partition, last + 1);
 }
 
 async fn produce_loop(
@@ -380,9 +400,7 @@ async fn produce_loop(
             };
             match item {
                 None => open = false,
-                Some(Item::Skip { last }) if in_flight.is_empty() => {
-                    context.progress.record(&route.source_topic, route.partition, last);
-                }
+                Some(Item::Skip { last }) if in_flight.is_empty() => record_progress(&context, &route, last),
                 Some(Item::Skip { last }) => skipped.push_back((sent_total, last)),
                 Some(Item::Forward(outgoing)) => {
                     let sequence = producer.next_sequence(&outgoing.batch);
@@ -391,6 +409,7 @@ async fn produce_loop(
                         sequence,
                         response: None,
                         rewrite_error: None,
+                        sent_at: Instant::now(),
                     };
                     producer.send(&mut pending).await;
                     in_flight.push_back(pending);
@@ -417,17 +436,22 @@ async fn produce_loop(
                 let done = in_flight.pop_front().expect("front exists");
                 acked_total += 1;
                 producer.backoff.reset();
-                context
-                    .progress
-                    .record(&route.source_topic, route.partition, done.outgoing.source_last);
-                while skipped.front().is_some_and(|(after, _)| *after <= acked_total) {
-                    let (_, last) = skipped.pop_front().expect("front exists");
-                    context.progress.record(&route.source_topic, route.partition, last);
-                }
                 let batch = &done.outgoing.batch;
                 context
                     .stats
-                    .record_forwarded(batch.records_count() as u64, batch.size() as u64);
+                    .record_request(&context.target_alias, "Produce", done.sent_at.elapsed());
+                context.stats.record_acknowledged(
+                    &route.source_topic,
+                    route.partition,
+                    batch.records_count() as u64,
+                    batch.size() as u64,
+                    batch.max_timestamp(),
+                );
+                record_progress(&context, &route, done.outgoing.source_last);
+                while skipped.front().is_some_and(|(after, _)| *after <= acked_total) {
+                    let (_, last) = skipped.pop_front().expect("front exists");
+                    record_progress(&context, &route, last);
+                }
                 for mapping in done.outgoing.mappings(&route, base_offset) {
                     if let Some(syncs) = &context.syncs {
                         syncs.record(&mapping);
@@ -436,6 +460,7 @@ async fn produce_loop(
                 }
             }
             Err(error) => {
+                context.stats.record_error(&context.target_alias, "Produce", &error);
                 let (first, last) = (front.outgoing.source_first(), front.outgoing.source_last);
                 if !error.is_retriable() && !producer.is_sequence_error(&error) {
                     return Err(MirrorError::Refused {
@@ -552,6 +577,7 @@ impl Producer {
             }
         }
         let leader = self.leader.as_ref().expect("set above");
+        pending.sent_at = Instant::now();
         pending.response = Some(submit_produce(leader, &self.topic, self.partition, parts, self.timeout_ms).await);
     }
 }

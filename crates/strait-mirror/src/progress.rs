@@ -51,6 +51,35 @@ impl ProgressStore {
     pub async fn open(client: &KafkaClient, source_alias: &str, replication_factor: i16) -> Result<Self, MirrorError> {
         let topic = Self::topic_name(source_alias);
         let partitions = ensure_compacted_topic(client, "target", &topic, PARTITIONS, replication_factor).await?;
+        Self::load(client, source_alias, topic, partitions).await
+    }
+
+    /// Loads the progress topic without creating it; `None` if it does not exist (nothing was
+    /// ever mirrored from `source_alias` to this cluster).
+    pub async fn read(client: &KafkaClient, source_alias: &str) -> Result<Option<Self>, MirrorError> {
+        let topic = Self::topic_name(source_alias);
+        let metadata = client
+            .metadata(Some(&[topic.as_str()]))
+            .await
+            .map_err(|error| MirrorError::Client {
+                cluster: "target".into(),
+                error,
+            })?;
+        match metadata.topics.get(&topic) {
+            Some(t) if t.error == 0 && !t.partitions.is_empty() => {
+                let partitions = t.partitions.len() as i32;
+                Ok(Some(Self::load(client, source_alias, topic, partitions).await?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    async fn load(
+        client: &KafkaClient,
+        source_alias: &str,
+        topic: String,
+        partitions: i32,
+    ) -> Result<Self, MirrorError> {
         let store = ProgressStore {
             client: client.clone(),
             topic,

@@ -1,9 +1,18 @@
-//! Counters the mirror keeps while it runs, and the exact source→target offset mapping of every
-//! forwarded batch (which offset syncs and checkpoints are built on).
+//! What a flow knows about itself while it runs: counters, MM2's per-partition metrics, lag,
+//! request latencies, errors by Kafka code, the state of the flow and of each partition, and
+//! the exact source→target offset mapping of every forwarded batch (which offset syncs and
+//! checkpoints are built on). Rendered as Prometheus text ([`Stats::write_prometheus`]) and
+//! as the `/status` JSON ([`Stats::status`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::internal::now_ms;
+use crate::metrics::{Histogram, PrometheusText, Window};
 
 /// Mappings kept per partition; older ones are dropped.
 const MAPPINGS_KEPT: usize = 128;
@@ -23,17 +32,163 @@ pub struct OffsetMapping {
     pub records: i32,
 }
 
-/// Live counters of one flow.
-#[derive(Debug, Default)]
+/// Where a flow is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowState {
+    /// Connecting and setting up; retried with backoff while the clusters are unreachable.
+    Starting,
+    /// Mirroring.
+    Running,
+    /// Draining after a stop was asked for.
+    Stopping,
+    /// Stopped cleanly.
+    Stopped,
+    /// Ended with an error that retrying does not fix.
+    Failed,
+}
+
+impl FlowState {
+    /// The name used in `/status` and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowState::Starting => "starting",
+            FlowState::Running => "running",
+            FlowState::Stopping => "stopping",
+            FlowState::Stopped => "stopped",
+            FlowState::Failed => "failed",
+        }
+    }
+}
+
+/// One partition's replication lag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionLag {
+    /// The source topic.
+    pub topic: String,
+    /// The remote topic on the target.
+    pub remote_topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The next source offset to mirror; `None` before the partition started.
+    pub position: Option<i64>,
+    /// The source log end offset last seen.
+    pub source_end: Option<i64>,
+    /// Records the target is behind (`source_end - position`).
+    pub records: i64,
+    /// How long the partition has been behind its source end (0 when caught up); `None` when
+    /// read from the clusters rather than from a running mirror.
+    pub seconds: Option<f64>,
+}
+
+#[derive(Debug)]
+struct PartitionStats {
+    remote_topic: String,
+    record_count: u64,
+    byte_count: u64,
+    records: Window,
+    bytes: Window,
+    record_age_ms: Window,
+    replication_latency_ms: Window,
+    gap_records: u64,
+    position: Option<i64>,
+    source_end: Option<i64>,
+    /// When the position last reached the source end (or the partition started).
+    caught_up_ms: i64,
+    /// Why the partition stopped, if it did.
+    error: Option<String>,
+    mappings: VecDeque<OffsetMapping>,
+}
+
+impl PartitionStats {
+    fn new(remote_topic: &str, now: i64) -> Self {
+        PartitionStats {
+            remote_topic: remote_topic.to_owned(),
+            record_count: 0,
+            byte_count: 0,
+            records: Window::new(now),
+            bytes: Window::new(now),
+            record_age_ms: Window::new(now),
+            replication_latency_ms: Window::new(now),
+            gap_records: 0,
+            position: None,
+            source_end: None,
+            caught_up_ms: now,
+            error: None,
+            mappings: VecDeque::new(),
+        }
+    }
+
+    fn lag_records(&self) -> i64 {
+        match (self.position, self.source_end) {
+            (Some(position), Some(end)) => (end - position).max(0),
+            _ => 0,
+        }
+    }
+
+    fn note_caught_up(&mut self, now: i64) {
+        if self.lag_records() == 0 {
+            self.caught_up_ms = now;
+        }
+    }
+
+    fn lag(&self, topic: &str, partition: i32, now: i64) -> PartitionLag {
+        let records = self.lag_records();
+        PartitionLag {
+            topic: topic.to_owned(),
+            remote_topic: self.remote_topic.clone(),
+            partition,
+            position: self.position,
+            source_end: self.source_end,
+            records,
+            seconds: Some(if records > 0 {
+                (now - self.caught_up_ms).max(0) as f64 / 1000.0
+            } else {
+                0.0
+            }),
+        }
+    }
+}
+
+/// Live state of one flow.
+#[derive(Debug)]
 pub struct Stats {
+    source: String,
+    target: String,
     records: AtomicU64,
     bytes: AtomicU64,
     gap_records: AtomicU64,
-    source_ends: Mutex<HashMap<(String, i32), i64>>,
-    mappings: Mutex<HashMap<(String, i32), VecDeque<OffsetMapping>>>,
+    state: Mutex<(FlowState, Option<String>)>,
+    partitions: Mutex<BTreeMap<(String, i32), PartitionStats>>,
+    /// Request latencies by (cluster, API).
+    requests: Mutex<BTreeMap<(String, &'static str), Histogram>>,
+    /// Errors by (cluster, API, Kafka error name).
+    errors: Mutex<BTreeMap<(String, &'static str, String), u64>>,
+    /// Checkpoint latency by (group, downstream topic, partition).
+    checkpoints: Mutex<HashMap<(String, String, i32), Window>>,
 }
 
 impl Stats {
+    /// The state of the flow `source->target`, starting.
+    pub fn new(source: &str, target: &str) -> Self {
+        Stats {
+            source: source.to_owned(),
+            target: target.to_owned(),
+            records: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            gap_records: AtomicU64::new(0),
+            state: Mutex::new((FlowState::Starting, None)),
+            partitions: Mutex::default(),
+            requests: Mutex::default(),
+            errors: Mutex::default(),
+            checkpoints: Mutex::default(),
+        }
+    }
+
+    /// The flow's name, `source->target`.
+    pub fn flow(&self) -> String {
+        format!("{}->{}", self.source, self.target)
+    }
+
     /// Records forwarded and acknowledged so far.
     pub fn records(&self) -> u64 {
         self.records.load(Ordering::Relaxed)
@@ -49,44 +204,384 @@ impl Stats {
         self.gap_records.load(Ordering::Relaxed)
     }
 
+    /// The flow's state and its last error.
+    pub fn state(&self) -> (FlowState, Option<String>) {
+        self.state.lock().expect("stats lock").clone()
+    }
+
+    /// Whether the flow and all its partitions are running (or still starting).
+    pub fn is_healthy(&self) -> bool {
+        let state = self.state().0;
+        let partitions_ok = self
+            .partitions
+            .lock()
+            .expect("stats lock")
+            .values()
+            .all(|p| p.error.is_none());
+        matches!(state, FlowState::Starting | FlowState::Running) && partitions_ok
+    }
+
+    /// The lag of every partition the flow mirrors.
+    pub fn lag(&self) -> Vec<PartitionLag> {
+        let now = now_ms();
+        let partitions = self.partitions.lock().expect("stats lock");
+        partitions
+            .iter()
+            .map(|((topic, partition), p)| p.lag(topic, *partition, now))
+            .collect()
+    }
+
     /// The latest mappings of a partition, oldest first.
     pub fn mappings(&self, topic: &str, partition: i32) -> Vec<OffsetMapping> {
-        let mappings = self.mappings.lock().expect("stats lock");
-        mappings
+        let partitions = self.partitions.lock().expect("stats lock");
+        partitions
             .get(&(topic.to_owned(), partition))
-            .map(|m| m.iter().cloned().collect())
+            .map(|p| p.mappings.iter().cloned().collect())
             .unwrap_or_default()
     }
 
-    /// The source high watermark last seen per partition.
-    pub fn source_ends(&self) -> HashMap<(String, i32), i64> {
-        self.source_ends.lock().expect("stats lock").clone()
+    pub(crate) fn set_state(&self, state: FlowState, error: Option<String>) {
+        let mut current = self.state.lock().expect("stats lock");
+        // A failure stays visible until the flow runs again.
+        let error = error.or_else(|| (state == FlowState::Stopping).then(|| current.1.clone()).flatten());
+        *current = (state, error);
     }
 
-    pub(crate) fn record_forwarded(&self, records: u64, bytes: u64) {
+    fn partition<R>(&self, topic: &str, partition: i32, f: impl FnOnce(&mut PartitionStats, i64) -> R) -> Option<R> {
+        let now = now_ms();
+        let mut partitions = self.partitions.lock().expect("stats lock");
+        partitions.get_mut(&(topic.to_owned(), partition)).map(|p| f(p, now))
+    }
+
+    /// A partition starts (or restarts) at `position`.
+    pub(crate) fn partition_started(&self, topic: &str, remote_topic: &str, partition: i32, position: i64) {
+        let now = now_ms();
+        let mut partitions = self.partitions.lock().expect("stats lock");
+        let stats = partitions
+            .entry((topic.to_owned(), partition))
+            .or_insert_with(|| PartitionStats::new(remote_topic, now));
+        stats.position = Some(position);
+        stats.error = None;
+        stats.caught_up_ms = now;
+    }
+
+    pub(crate) fn partition_stopped(&self, topic: &str, partition: i32, error: String) {
+        self.partition(topic, partition, |p, _| p.error = Some(error));
+    }
+
+    /// A fetch saw the source log end at `high_watermark`.
+    pub(crate) fn record_source_end(&self, topic: &str, partition: i32, high_watermark: i64) {
+        self.partition(topic, partition, |p, now| {
+            p.source_end = Some(high_watermark);
+            p.note_caught_up(now);
+        });
+    }
+
+    /// A batch whose newest record has `max_timestamp` was fetched (MM2 measures record age
+    /// when records are polled).
+    pub(crate) fn record_polled(&self, topic: &str, partition: i32, max_timestamp: i64) {
+        if max_timestamp >= 0 {
+            self.partition(topic, partition, |p, now| {
+                p.record_age_ms.record((now - max_timestamp).max(0) as f64, now)
+            });
+        }
+    }
+
+    /// Everything before `next` is mirrored (acknowledged, or needed no forwarding).
+    pub(crate) fn record_position(&self, topic: &str, partition: i32, next: i64) {
+        self.partition(topic, partition, |p, now| {
+            p.position = Some(next);
+            p.note_caught_up(now);
+        });
+    }
+
+    /// The target acknowledged a batch of `records` records and `bytes` bytes whose newest
+    /// record has `max_timestamp`.
+    pub(crate) fn record_acknowledged(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: u64,
+        bytes: u64,
+        max_timestamp: i64,
+    ) {
         self.records.fetch_add(records, Ordering::Relaxed);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.partition(topic, partition, |p, now| {
+            p.record_count += records;
+            p.byte_count += bytes;
+            p.records.record(records as f64, now);
+            p.bytes.record(bytes as f64, now);
+            if max_timestamp >= 0 {
+                p.replication_latency_ms
+                    .record((now - max_timestamp).max(0) as f64, now);
+            }
+        });
     }
 
-    pub(crate) fn record_gap(&self, records: i64) {
+    pub(crate) fn record_gap(&self, topic: &str, partition: i32, records: i64) {
         self.gap_records.fetch_add(records.max(0) as u64, Ordering::Relaxed);
-    }
-
-    pub(crate) fn record_source_end(&self, topic: &str, partition: i32, high_watermark: i64) {
-        self.source_ends
-            .lock()
-            .expect("stats lock")
-            .insert((topic.to_owned(), partition), high_watermark);
+        self.partition(topic, partition, |p, _| p.gap_records += records.max(0) as u64);
     }
 
     pub(crate) fn record_mapping(&self, mapping: OffsetMapping) {
-        let mut mappings = self.mappings.lock().expect("stats lock");
-        let kept = mappings
-            .entry((mapping.source_topic.clone(), mapping.partition))
-            .or_default();
-        if kept.len() == MAPPINGS_KEPT {
-            kept.pop_front();
+        self.partition(&mapping.source_topic.clone(), mapping.partition, |p, _| {
+            if p.mappings.len() == MAPPINGS_KEPT {
+                p.mappings.pop_front();
+            }
+            p.mappings.push_back(mapping);
+        });
+    }
+
+    /// A request to `cluster` took `elapsed`.
+    pub(crate) fn record_request(&self, cluster: &str, api: &'static str, elapsed: Duration) {
+        let mut requests = self.requests.lock().expect("stats lock");
+        requests
+            .entry((cluster.to_owned(), api))
+            .or_default()
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// A request to `cluster` failed with `error`.
+    pub(crate) fn record_error(&self, cluster: &str, api: &'static str, error: &strait_client::Error) {
+        let mut errors = self.errors.lock().expect("stats lock");
+        *errors.entry((cluster.to_owned(), api, error_code(error))).or_default() += 1;
+    }
+
+    /// A checkpoint took `latency_ms` from reading the group's offsets to the target's ack.
+    pub(crate) fn record_checkpoint(&self, group: &str, topic: &str, partition: i32, latency_ms: i64) {
+        let now = now_ms();
+        let mut checkpoints = self.checkpoints.lock().expect("stats lock");
+        checkpoints
+            .entry((group.to_owned(), topic.to_owned(), partition))
+            .or_insert_with(|| Window::new(now))
+            .record(latency_ms as f64, now);
+    }
+
+    /// Appends this flow's metrics in Prometheus text format.
+    ///
+    /// MM2's JMX metrics keep their names, Prometheus style: the MBean
+    /// `kafka.connect.mirror:type=MirrorSourceConnector` attribute `record-count` becomes
+    /// `kafka_connect_mirror_source_connector_record_count_total`, with the MBean's tags as labels.
+    pub fn write_prometheus(&self, out: &mut PrometheusText) {
+        let now = now_ms();
+        let (source, target) = (self.source.as_str(), self.target.as_str());
+        let (state, _) = self.state();
+        out.gauge(
+            "strait_flow_up",
+            "1 while the flow is running, 0 while it is starting, stopped or failed.",
+            &[("source", source), ("target", target)],
+            f64::from(u8::from(state == FlowState::Running)),
+        );
+        const SOURCE: &str = "kafka_connect_mirror_source_connector";
+        let partitions = self.partitions.lock().expect("stats lock");
+        for ((topic, partition), p) in partitions.iter() {
+            let partition = partition.to_string();
+            let labels = [
+                ("source", source),
+                ("target", target),
+                ("topic", p.remote_topic.as_str()),
+                ("partition", partition.as_str()),
+            ];
+            out.counter(
+                &format!("{SOURCE}_record_count_total"),
+                "Records acknowledged by the target (MM2 record-count).",
+                &labels,
+                p.record_count as f64,
+            );
+            out.gauge(
+                &format!("{SOURCE}_record_rate"),
+                "Records acknowledged per second over the last minute (MM2 record-rate).",
+                &labels,
+                p.records.rate(now),
+            );
+            out.counter(
+                &format!("{SOURCE}_byte_count_total"),
+                "Record batch bytes acknowledged by the target (MM2 byte-count counts record values only).",
+                &labels,
+                p.byte_count as f64,
+            );
+            out.gauge(
+                &format!("{SOURCE}_byte_rate"),
+                "Record batch bytes acknowledged per second over the last minute (MM2 byte-rate).",
+                &labels,
+                p.bytes.rate(now),
+            );
+            out.window(
+                &format!("{SOURCE}_record_age_ms"),
+                "Age of the newest record of each fetched batch when fetched (MM2 record-age-ms).",
+                &labels,
+                &p.record_age_ms,
+                now,
+            );
+            out.window(
+                &format!("{SOURCE}_replication_latency_ms"),
+                "Time from the newest record's timestamp to the target's ack, per batch (MM2 replication-latency-ms).",
+                &labels,
+                &p.replication_latency_ms,
+                now,
+            );
+            let lag = p.lag(topic, 0, now);
+            out.gauge(
+                "strait_replication_lag_records",
+                "Source log end offset minus the mirrored position.",
+                &labels,
+                lag.records as f64,
+            );
+            out.gauge(
+                "strait_replication_lag_seconds",
+                "How long the partition has been behind its source log end (0 when caught up).",
+                &labels,
+                lag.seconds.unwrap_or_default(),
+            );
+            out.counter(
+                "strait_gap_records_total",
+                "Source records deleted at the source (retention) before they were mirrored.",
+                &labels,
+                p.gap_records as f64,
+            );
+            out.gauge(
+                "strait_partition_up",
+                "1 while the partition is mirrored, 0 after it stopped with an error.",
+                &labels,
+                f64::from(u8::from(p.error.is_none())),
+            );
         }
-        kept.push_back(mapping);
+        drop(partitions);
+        let checkpoints = self.checkpoints.lock().expect("stats lock");
+        let mut keys: Vec<_> = checkpoints.keys().collect();
+        keys.sort();
+        for key in keys {
+            let (group, topic, partition) = key;
+            let partition = partition.to_string();
+            out.window(
+                "kafka_connect_mirror_checkpoint_connector_checkpoint_latency_ms",
+                "Time from reading the group's offsets to the target's ack of the checkpoint (MM2 checkpoint-latency-ms).",
+                &[
+                    ("source", source),
+                    ("target", target),
+                    ("group", group.as_str()),
+                    ("topic", topic.as_str()),
+                    ("partition", partition.as_str()),
+                ],
+                &checkpoints[key],
+                now,
+            );
+        }
+        drop(checkpoints);
+        for ((cluster, api), histogram) in self.requests.lock().expect("stats lock").iter() {
+            out.histogram(
+                "strait_request_latency_seconds",
+                "Fetch and Produce request latencies of the data path.",
+                &[
+                    ("source", source),
+                    ("target", target),
+                    ("cluster", cluster),
+                    ("api", api),
+                ],
+                histogram,
+            );
+        }
+        for ((cluster, api, code), count) in self.errors.lock().expect("stats lock").iter() {
+            out.counter(
+                "strait_errors_total",
+                "Failed requests of the data path, by Kafka error code.",
+                &[
+                    ("source", source),
+                    ("target", target),
+                    ("cluster", cluster),
+                    ("api", api),
+                    ("code", code),
+                ],
+                *count as f64,
+            );
+        }
+    }
+
+    /// The flow as `/status` shows it: state, last error, counters, and every partition.
+    /// Holds no configuration, so no secret can leak through it.
+    pub fn status(&self) -> Value {
+        let now = now_ms();
+        let (state, error) = self.state();
+        let partitions = self.partitions.lock().expect("stats lock");
+        let partitions: Vec<Value> = partitions
+            .iter()
+            .map(|((topic, partition), p)| {
+                let lag = p.lag(topic, *partition, now);
+                json!({
+                    "topic": topic,
+                    "remote_topic": p.remote_topic,
+                    "partition": partition,
+                    "state": if p.error.is_some() { "stopped" } else { "running" },
+                    "position": p.position,
+                    "source_end": p.source_end,
+                    "lag_records": lag.records,
+                    "lag_seconds": lag.seconds,
+                    "records": p.record_count,
+                    "bytes": p.byte_count,
+                    "gap_records": p.gap_records,
+                    "last_error": p.error,
+                })
+            })
+            .collect();
+        json!({
+            "flow": self.flow(),
+            "source": self.source,
+            "target": self.target,
+            "state": state.as_str(),
+            "last_error": error,
+            "records": self.records(),
+            "bytes": self.bytes(),
+            "gap_records": self.gap_records(),
+            "partitions": partitions,
+        })
+    }
+}
+
+/// The Kafka error name of a failed request; client-side failures get the name Kafka's Java
+/// client reports for them.
+fn error_code(error: &strait_client::Error) -> String {
+    use strait_client::Error;
+    match error {
+        Error::Kafka { code, .. } => code.name(),
+        Error::Timeout { .. } => "REQUEST_TIMED_OUT".into(),
+        Error::NoBroker(_) => "BROKER_NOT_AVAILABLE".into(),
+        Error::NoCommonVersion { .. } => "UNSUPPORTED_VERSION".into(),
+        Error::Protocol { .. } => "CORRUPT_MESSAGE".into(),
+        // Connection failures (I/O, framing, TLS).
+        _ => "NETWORK_EXCEPTION".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_follows_position_and_source_end() {
+        let stats = Stats::new("a", "b");
+        stats.partition_started("t", "a.t", 0, 10);
+        assert_eq!(stats.lag()[0].records, 0, "no source end seen yet");
+        stats.record_source_end("t", 0, 25);
+        stats.record_polled("t", 0, now_ms() - 5);
+        let lag = &stats.lag()[0];
+        assert_eq!((lag.records, lag.position, lag.source_end), (15, Some(10), Some(25)));
+        stats.record_acknowledged("t", 0, 15, 1500, now_ms() - 5);
+        stats.record_position("t", 0, 25);
+        let lag = &stats.lag()[0];
+        assert_eq!((lag.records, lag.seconds), (0, Some(0.0)));
+        let mut text = PrometheusText::default();
+        stats.write_prometheus(&mut text);
+        let text = text.finish();
+        let labels = "{source=\"a\",target=\"b\",topic=\"a.t\",partition=\"0\"}";
+        assert!(text.contains(&format!(
+            "kafka_connect_mirror_source_connector_record_count_total{labels} 15\n"
+        )));
+        assert!(text.contains(&format!(
+            "kafka_connect_mirror_source_connector_byte_count_total{labels} 1500\n"
+        )));
+        assert!(text.contains(&format!("strait_replication_lag_records{labels} 0\n")));
+        assert!(text.contains("kafka_connect_mirror_source_connector_replication_latency_ms_max{"));
+        assert_eq!(stats.status()["partitions"][0]["lag_records"], 0);
     }
 }
