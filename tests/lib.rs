@@ -310,3 +310,69 @@ pub async fn wait_until_complete(client: &KafkaClient, topic: &str, records: i64
         previous = current;
     }
 }
+
+/// A `strait` process started by a test: killed when dropped, so a failing test leaves none.
+pub struct StraitProcess(pub std::process::Child);
+
+impl StraitProcess {
+    /// Starts `strait <args>` with its output discarded.
+    pub fn start(args: &[&std::ffi::OsStr]) -> StraitProcess {
+        let child = std::process::Command::new(strait_binary())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("starting strait");
+        StraitProcess(child)
+    }
+
+    /// Stops it with SIGTERM (a clean stop) and returns whether it exited with success.
+    pub fn terminate(mut self) -> bool {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + WAIT;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.0.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+}
+
+impl Drop for StraitProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// `GET path` over HTTP/1.1 from `127.0.0.1:port`: the status code and body, or `None` if
+/// nothing listens there (yet).
+pub async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+        let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.ok()?;
+        let (head, body) = response.split_once("\r\n\r\n")?;
+        let code = head.split_whitespace().nth(1)?.parse().ok()?;
+        Some((code, body.to_owned()))
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .ok()
+        .flatten()
+}

@@ -1,9 +1,14 @@
 //! `strait run` and `strait check-config`.
 
+use std::collections::VecDeque;
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use strait_config::Mm2Config;
+use strait_mirror::Stats;
 
 /// Options of `strait run`.
 #[derive(Debug, clap::Args)]
@@ -13,6 +18,9 @@ pub struct RunArgs {
     /// Only run flows whose target is one of these clusters (MM2's `--clusters`).
     #[arg(long, num_args = 1..)]
     clusters: Vec<String>,
+    /// Serve /metrics, /status and /health on this host:port (overrides `strait.http.listener`).
+    #[arg(long, value_name = "HOST:PORT")]
+    http: Option<String>,
 }
 
 /// Options of `strait check-config`.
@@ -68,7 +76,25 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             format!(" whose target is in {:?}", args.clusters)
         }
     );
+    let listener = match args.http.as_deref().or(config.http_listener()) {
+        Some(address) => Some(
+            tokio::net::TcpListener::bind(address)
+                .await
+                .with_context(|| format!("cannot serve HTTP on {address} (strait.http.listener / --http)"))?,
+        ),
+        None => None,
+    };
     let handles: Vec<_> = flows.into_iter().map(strait_mirror::run_flow).collect();
+    let stats: Vec<Arc<Stats>> = handles.iter().map(|h| h.stats().clone()).collect();
+    let mut background = Vec::new();
+    if let Some(listener) = listener {
+        tracing::info!(address = %listener.local_addr()?, "serving /metrics, /status and /health");
+        background.push(tokio::spawn(crate::http::serve(listener, Arc::new(stats.clone()))));
+    }
+    let progress_line = std::io::stderr().is_terminal();
+    if progress_line {
+        background.push(tokio::spawn(show_progress(stats)));
+    }
     let signal = wait_for_signal();
     tokio::pin!(signal);
     // A flow only ends by itself when it cannot go on (e.g. a cluster is unreachable at start).
@@ -80,6 +106,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             }
             _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
         }
+    }
+    for task in background {
+        task.abort();
+    }
+    if progress_line {
+        eprintln!();
     }
     tracing::info!("shutting down: draining batches in flight and storing progress");
     let mut failed = false;
@@ -100,4 +132,61 @@ async fn wait_for_signal() -> anyhow::Result<()> {
         _ = terminate.recv() => {}
     }
     Ok(())
+}
+
+/// Redraws one line on the terminal every second: records and bytes mirrored, the rate over
+/// the last seconds, the lag left and when it will be gone at that rate.
+async fn show_progress(flows: Vec<Arc<Stats>>) {
+    let mut history: VecDeque<(Instant, u64, u64)> = VecDeque::new();
+    let mut ticker = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        ticker.tick().await;
+        let records: u64 = flows.iter().map(|f| f.records()).sum();
+        let bytes: u64 = flows.iter().map(|f| f.bytes()).sum();
+        let lag: i64 = flows.iter().flat_map(|f| f.lag()).map(|l| l.records).sum();
+        let now = Instant::now();
+        history.push_back((now, records, bytes));
+        if history.len() > 6 {
+            history.pop_front();
+        }
+        let (then, records_then, bytes_then) = history[0];
+        let seconds = now.duration_since(then).as_secs_f64().max(1.0);
+        let record_rate = (records - records_then) as f64 / seconds;
+        let byte_rate = (bytes - bytes_then) as f64 / seconds;
+        let eta = if lag == 0 {
+            "caught up".to_owned()
+        } else if record_rate >= 1.0 {
+            format!("ETA {:.0} s", lag as f64 / record_rate)
+        } else {
+            "ETA unknown".to_owned()
+        };
+        eprint!(
+            "\r\x1b[2K{} records, {} mirrored | {}/s, {}/s | lag {} records, {eta}",
+            count(records as f64),
+            size(bytes as f64),
+            count(record_rate),
+            size(byte_rate),
+            count(lag as f64)
+        );
+    }
+}
+
+/// `1234567` → `1.23 M`.
+fn count(value: f64) -> String {
+    match value {
+        v if v >= 1e9 => format!("{:.2} G", v / 1e9),
+        v if v >= 1e6 => format!("{:.2} M", v / 1e6),
+        v if v >= 1e4 => format!("{:.1} k", v / 1e3),
+        v => format!("{v:.0}"),
+    }
+}
+
+/// Bytes in binary units.
+fn size(bytes: f64) -> String {
+    match bytes {
+        b if b >= (1u64 << 30) as f64 => format!("{:.2} GiB", b / (1u64 << 30) as f64),
+        b if b >= (1u64 << 20) as f64 => format!("{:.1} MiB", b / (1u64 << 20) as f64),
+        b if b >= 1024.0 => format!("{:.1} KiB", b / 1024.0),
+        b => format!("{b:.0} B"),
+    }
 }

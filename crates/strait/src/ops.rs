@@ -1,0 +1,178 @@
+//! `strait lag` and `strait status`: how far each flow is, read from the clusters.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+use strait_mirror::PartitionLag;
+
+use crate::run::load;
+
+/// Options of `strait lag` and `strait status`.
+#[derive(Debug, clap::Args)]
+pub struct OpsArgs {
+    /// The MirrorMaker 2 configuration (`mm2.properties`).
+    config: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn lag_json(lag: &PartitionLag) -> Value {
+    json!({
+        "topic": lag.topic,
+        "remote_topic": lag.remote_topic,
+        "partition": lag.partition,
+        "position": lag.position,
+        "log_end_offset": lag.source_end,
+        "lag": lag.records,
+    })
+}
+
+fn offset(value: Option<i64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+/// `strait lag`: per partition, the source log end offset minus the mirrored position.
+pub async fn run_lag(args: OpsArgs) -> anyhow::Result<()> {
+    let config = load(&args.config)?;
+    let mut flows = Vec::new();
+    for flow in config.enabled_flows() {
+        flows.push((flow.name(), strait_mirror::read_lag(flow).await?));
+    }
+    if args.json {
+        let flows: Vec<Value> = flows
+            .iter()
+            .map(|(name, lags)| {
+                json!({
+                    "flow": name,
+                    "lag": lags.iter().map(|l| l.records).sum::<i64>(),
+                    "partitions": lags.iter().map(lag_json).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&json!({ "flows": flows }))?);
+        return Ok(());
+    }
+    let mut rows = vec![[
+        "FLOW",
+        "TOPIC",
+        "PARTITION",
+        "REMOTE-TOPIC",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+    ]
+    .map(String::from)];
+    for (name, lags) in &flows {
+        for lag in lags {
+            rows.push([
+                name.clone(),
+                lag.topic.clone(),
+                lag.partition.to_string(),
+                lag.remote_topic.clone(),
+                offset(lag.position),
+                offset(lag.source_end),
+                lag.records.to_string(),
+            ]);
+        }
+    }
+    print_table(&rows);
+    Ok(())
+}
+
+/// `strait status`: per flow, whether the clusters answer, whether a mirror is heartbeating,
+/// and how far behind it is.
+pub async fn run_status(args: OpsArgs) -> anyhow::Result<()> {
+    let config = load(&args.config)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let mut reports = Vec::new();
+    for flow in config.enabled_flows() {
+        let report = strait_mirror::read_flow_report(flow).await;
+        let interval_ms = flow
+            .emit_heartbeats
+            .interval()
+            .map_or(i64::MAX, |i| i.as_millis() as i64);
+        let value = match report {
+            Ok(report) => {
+                let heartbeat_age_ms = report.last_heartbeat_ms.map(|t| (now - t).max(0));
+                // A mirror is running if its last heartbeat is recent (a few intervals, 10 s at least).
+                let running = heartbeat_age_ms.is_some_and(|age| age <= interval_ms.saturating_mul(3).max(10_000));
+                let lag: i64 = report.lag.iter().map(|l| l.records).sum();
+                let started = report.lag.iter().filter(|l| l.position.is_some()).count();
+                let topics: std::collections::BTreeSet<&str> = report.lag.iter().map(|l| l.topic.as_str()).collect();
+                json!({
+                    "flow": flow.name(),
+                    "state": if running { "running" } else { "not running" },
+                    "heartbeat_age_ms": heartbeat_age_ms,
+                    "topics": topics.len(),
+                    "partitions": report.lag.len(),
+                    "partitions_started": started,
+                    "lag": lag,
+                    "error": null,
+                })
+            }
+            Err(error) => json!({
+                "flow": flow.name(),
+                "state": "unreachable",
+                "error": error.to_string(),
+            }),
+        };
+        reports.push(value);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json!({ "flows": reports }))?);
+        return Ok(());
+    }
+    let mut rows = vec![[
+        "FLOW",
+        "STATE",
+        "LAST-HEARTBEAT",
+        "TOPICS",
+        "PARTITIONS",
+        "STARTED",
+        "LAG",
+    ]
+    .map(String::from)];
+    let field = |v: &Value| match v {
+        Value::Null => "-".to_owned(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    for report in &reports {
+        rows.push([
+            field(&report["flow"]),
+            field(&report["state"]),
+            report["heartbeat_age_ms"]
+                .as_i64()
+                .map_or("-".to_owned(), |ms| format!("{:.1} s ago", ms as f64 / 1000.0)),
+            field(&report["topics"]),
+            field(&report["partitions"]),
+            field(&report["partitions_started"]),
+            field(&report["lag"]),
+        ]);
+    }
+    print_table(&rows);
+    for report in &reports {
+        if let Some(error) = report["error"].as_str() {
+            println!("{}: {error}", field(&report["flow"]));
+        }
+    }
+    Ok(())
+}
+
+/// Left-aligned columns, two spaces apart.
+fn print_table<const N: usize>(rows: &[[String; N]]) {
+    let widths: Vec<usize> = (0..N)
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
+}

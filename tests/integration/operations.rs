@@ -1,0 +1,333 @@
+//! Operating the mirror: `/metrics`, `/status` and `/health` of a running `strait run`,
+//! `strait status`, and `strait lag` checked against Kafka's own consumer-groups tool.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::time::Duration;
+
+use strait_tests::*;
+
+use crate::mirror::{check_numbered, write_numbered};
+
+/// The sum of the samples of metric `name` whose labels contain every `labels` fragment.
+fn metric(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    let values: Vec<f64> = text
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter(|line| line.split(['{', ' ']).next() == Some(name))
+        .filter(|line| labels.iter().all(|l| line.contains(l)))
+        .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+async fn scrape(port: u16) -> String {
+    let (code, body) = http_get(port, "/metrics").await.expect("/metrics answers");
+    assert_eq!(code, 200, "{body}");
+    body
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_status_and_health_of_a_running_mirror() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let target = client(&clusters.target).await;
+    let topic = unique("metrics");
+    let group = unique("metrics-group");
+    let (partitions, batches, per_batch) = (3, 10, 500);
+    create_topic(&source, &topic, partitions).await;
+    write_numbered(&source, &topic, partitions, batches, per_batch).await;
+    let first_wave = (partitions as usize * batches * per_batch) as i64;
+    // A consumer group with positions, so that checkpoints (and their latency) exist.
+    let positions = (0..partitions).map(|p| ((topic.clone(), p), committed(100))).collect();
+    source.commit_offsets(&group, &positions).await.unwrap();
+
+    let port = free_port();
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    let extra = format!("strait.http.listener = 127.0.0.1:{port}\nemit.checkpoints.interval.seconds = 1\n");
+    std::fs::write(&config, mm2_properties(&topic, &extra)).unwrap();
+    let mirror = StraitProcess::start(&[OsStr::new("run"), config.as_os_str()]);
+    let remote = format!("source.{topic}");
+    let records_of = |text: &str| {
+        metric(
+            text,
+            "kafka_connect_mirror_source_connector_record_count_total",
+            &[&format!("topic=\"{remote}\"")],
+        )
+        .unwrap_or(0.0)
+    };
+
+    wait_until("the first wave mirrored, as /metrics counts it", || async {
+        http_get(port, "/metrics")
+            .await
+            .is_some_and(|(_, text)| records_of(&text) == first_wave as f64)
+    })
+    .await;
+    let before = scrape(port).await;
+    // The counters move with new data, and the lag falls back to zero.
+    write_numbered(&source, &topic, partitions, batches, per_batch).await;
+    let total = 2 * first_wave;
+    wait_until("the second wave mirrored, and no lag left", || async {
+        let Some((_, text)) = http_get(port, "/metrics").await else {
+            return false;
+        };
+        let lag = metric(
+            &text,
+            "strait_replication_lag_records",
+            &[&format!("topic=\"{remote}\"")],
+        );
+        records_of(&text) == total as f64 && lag == Some(0.0)
+    })
+    .await;
+    let after = scrape(port).await;
+    let topic_label = format!("topic=\"{remote}\"");
+    for name in [
+        "kafka_connect_mirror_source_connector_byte_count_total",
+        "kafka_connect_mirror_source_connector_replication_latency_ms_max",
+        "kafka_connect_mirror_source_connector_record_age_ms_avg",
+    ] {
+        let (old, new) = (
+            metric(&before, name, &[&topic_label]).unwrap_or(0.0),
+            metric(&after, name, &[&topic_label]).unwrap_or(0.0),
+        );
+        assert!(new > 0.0, "{name} is {new}\n{after}");
+        if name.ends_with("_total") {
+            assert!(new > old, "{name} did not move: {old} -> {new}");
+        }
+    }
+    assert!(
+        metric(
+            &after,
+            "kafka_connect_mirror_source_connector_record_rate",
+            &[&topic_label]
+        )
+        .unwrap()
+            > 0.0
+    );
+    for api in ["Fetch", "Produce"] {
+        let count = metric(
+            &after,
+            "strait_request_latency_seconds_count",
+            &[&format!("api=\"{api}\"")],
+        );
+        assert!(count.unwrap_or(0.0) > 0.0, "{api} latency histogram: {count:?}");
+    }
+    assert_eq!(
+        metric(&after, "strait_flow_up", &["source=\"source\"", "target=\"target\""]),
+        Some(1.0)
+    );
+    wait_until("checkpoint latency of the group", || async {
+        http_get(port, "/metrics").await.is_some_and(|(_, text)| {
+            metric(
+                &text,
+                "kafka_connect_mirror_checkpoint_connector_checkpoint_latency_ms_max",
+                &[&format!("group=\"{group}\""), &topic_label],
+            )
+            .is_some()
+        })
+    })
+    .await;
+
+    let (code, status) = http_get(port, "/status").await.unwrap();
+    assert_eq!(code, 200);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let flow = &status["flows"][0];
+    assert_eq!(flow["flow"], "source->target");
+    assert_eq!(flow["state"], "running");
+    let mine: Vec<&serde_json::Value> = flow["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["topic"] == topic.as_str())
+        .collect();
+    assert_eq!(mine.len(), partitions as usize, "{flow}");
+    for partition in mine {
+        assert_eq!(partition["state"], "running");
+        assert_eq!(partition["lag_records"], 0);
+        assert_eq!(partition["position"], total / partitions as i64);
+        assert_eq!(partition["remote_topic"], remote.as_str());
+    }
+    assert_eq!(http_get(port, "/health").await, Some((200, "ok\n".into())));
+    assert_eq!(http_get(port, "/nothing").await.map(|r| r.0), Some(404));
+
+    // `strait status` reads the same from the clusters: the mirror heartbeats, and once the
+    // progress is stored (every second) nothing is behind.
+    let status = || strait_json(&[OsStr::new("status"), config.as_os_str(), OsStr::new("--json")]);
+    wait_until("`strait status` to show no lag", || async {
+        status()["flows"][0]["lag"] == 0
+    })
+    .await;
+    let report = status();
+    let flow = &report["flows"][0];
+    assert_eq!(flow["state"], "running", "{report}");
+    // The topic's partitions, and `heartbeats` if the source has one (always replicated).
+    assert!(flow["partitions"].as_i64() >= Some(partitions.into()), "{report}");
+    assert_eq!(flow["partitions_started"], flow["partitions"], "{report}");
+    assert!(flow["heartbeat_age_ms"].as_i64() < Some(10_000), "{report}");
+
+    assert!(mirror.terminate(), "a clean stop exits 0");
+    let _ = std::fs::remove_file(&config);
+    // Both waves carry the same numbers, so count: nothing lost, nothing doubled.
+    assert_eq!(end_offsets(&target, &remote).await, total);
+}
+
+/// The JSON `strait <args>` prints.
+fn strait_json(args: &[&OsStr]) -> serde_json::Value {
+    let output = run_ok({
+        let mut command = std::process::Command::new(strait_binary());
+        command.args(args);
+        command
+    });
+    serde_json::from_slice(&output.stdout).expect("JSON output")
+}
+
+/// `kafka-consumer-groups --describe` of `group`: LAG by partition of `topic`.
+fn consumer_groups_lag(group: &str, topic: &str) -> BTreeMap<i32, i64> {
+    let output = java_tool(
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        &[
+            "--bootstrap-server",
+            &clusters().source.bootstrap_servers(),
+            "--describe",
+            "--group",
+            group,
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut columns: Vec<&str> = Vec::new();
+    let mut lags = BTreeMap::new();
+    for line in stdout.lines() {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        if cells.first() == Some(&"GROUP") {
+            columns = cells;
+        } else if cells.len() == columns.len() && !columns.is_empty() {
+            let cell = |name| cells[columns.iter().position(|c| *c == name).expect(name)];
+            if cell("TOPIC") == topic {
+                lags.insert(cell("PARTITION").parse().unwrap(), cell("LAG").parse().unwrap());
+            }
+        }
+    }
+    lags
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn strait_lag_matches_the_consumer_groups_tool() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let target = client(&clusters.target).await;
+    let topic = unique("lag");
+    let (partitions, batches, per_batch) = (3, 4, 250);
+    create_topic(&source, &topic, partitions).await;
+    write_numbered(&source, &topic, partitions, batches, per_batch).await;
+    let mirrored = (partitions as usize * batches * per_batch) as i64;
+    let properties = mm2_properties(&topic, "");
+    let mirror = start_mirror(&properties);
+    wait_until_complete(&target, &format!("source.{topic}"), mirrored).await;
+    mirror.stop().await.unwrap();
+    // New data the stopped mirror has not seen: 1, 2 and 3 batches per partition.
+    for partition in 0..partitions {
+        for _ in 0..=partition {
+            write_numbered_partition(&source, &topic, partition, per_batch).await;
+        }
+    }
+    let behind = (1 + 2 + 3) * per_batch as i64;
+
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    std::fs::write(&config, &properties).unwrap();
+    let report = strait_json(&[OsStr::new("lag"), config.as_os_str(), OsStr::new("--json")]);
+    let lags: Vec<&serde_json::Value> = report["flows"][0]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["topic"] == topic.as_str())
+        .collect();
+    assert_eq!(lags.len(), partitions as usize, "{report}");
+    let strait: BTreeMap<i32, i64> = lags
+        .iter()
+        .map(|p| (p["partition"].as_i64().unwrap() as i32, p["lag"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(strait.values().sum::<i64>(), behind, "{report}");
+
+    // The same positions committed for a consumer group: Kafka's tool must see the same lag.
+    let group = unique("lag-group");
+    let positions = lags
+        .iter()
+        .map(|p| {
+            let key = (topic.clone(), p["partition"].as_i64().unwrap() as i32);
+            (key, committed(p["position"].as_i64().unwrap()))
+        })
+        .collect();
+    source.commit_offsets(&group, &positions).await.unwrap();
+    let kafka = tokio::task::spawn_blocking({
+        let (group, topic) = (group.clone(), topic.clone());
+        move || consumer_groups_lag(&group, &topic)
+    })
+    .await
+    .unwrap();
+    println!("strait lag {strait:?}, kafka-consumer-groups {kafka:?}");
+    assert_eq!(strait, kafka);
+
+    // The human table says the same.
+    let output = run_ok({
+        let mut command = std::process::Command::new(strait_binary());
+        command.arg("lag").arg(&config);
+        command
+    });
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.starts_with("FLOW"), "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.contains(&topic) && l.split_whitespace().nth(2) == Some("2"))
+        .unwrap_or_else(|| panic!("partition 2 of {topic} in\n{table}"));
+    assert!(row.ends_with(&(3 * per_batch).to_string()), "{row}");
+    let _ = std::fs::remove_file(&config);
+}
+
+fn committed(offset: i64) -> strait_client::CommittedOffset {
+    strait_client::CommittedOffset {
+        offset,
+        metadata: String::new(),
+    }
+}
+
+/// Writes `records` more numbered-style records to one partition.
+async fn write_numbered_partition(client: &strait_client::KafkaClient, topic: &str, partition: i32, records: usize) {
+    let mut builder = strait_wire::RecordBatchBuilder::new();
+    for n in 0..records {
+        builder.push(None, Some(bytes::Bytes::from(format!("late-{n}"))), vec![], now_ms());
+    }
+    client.produce(topic, partition, vec![builder.build()]).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flow_waits_for_an_unreachable_cluster() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let topic = unique("late-target");
+    create_topic(&source, &topic, 2).await;
+    write_numbered(&source, &topic, 2, 5, 100).await;
+    // The target is reached through a proxy that refuses connections until it gets an upstream.
+    let proxy = strait_tests::fault::FaultProxy::start().await;
+    let properties = mm2_properties(&topic, "").replace(
+        &clusters.target.bootstrap_servers(),
+        &format!("127.0.0.1:{}", proxy.port()),
+    );
+    let mirror = start_mirror(&properties);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!mirror.is_finished(), "the flow must wait, not end");
+    assert_eq!(mirror.stats().state().0, strait_mirror::FlowState::Starting);
+    // The target comes up (bootstrap through the proxy; the brokers' own address after that).
+    proxy.set_upstream(clusters.target.bootstrap_servers().parse().unwrap());
+    let target = client(&clusters.target).await;
+    let remote = format!("source.{topic}");
+    wait_until_complete(&target, &remote, 1000).await;
+    assert_eq!(mirror.stats().state().0, strait_mirror::FlowState::Running);
+    mirror.stop().await.unwrap();
+    let duplicates = check_numbered(&target, &remote, 2, 500).await;
+    assert_eq!(duplicates, 0);
+}
