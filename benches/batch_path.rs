@@ -1,5 +1,5 @@
-//! The batch path in isolation: split a fetched records blob into batches, rewrite each header
-//! with a producer identity and a fresh CRC, and build the Produce request parts; next to
+//! The batch path in isolation: split a fetched records blob into batches, check each source
+//! CRC, rewrite each header with a producer identity and a fresh CRC, and build the Produce request parts; next to
 //! memcpy and CRC-32C of the same bytes, which bound what any mirror must spend. Also the slow
 //! path (decompress, rebuild, recompress) per codec.
 
@@ -25,6 +25,7 @@ fn fast_path(c: &mut Criterion) {
                 let mut bytes = 0;
                 for batch in RecordBatches::new(records.clone()) {
                     let batch = batch.expect("valid batch");
+                    batch.verify_crc().expect("intact batch");
                     let state = ProducerState {
                         producer_id: 7,
                         producer_epoch: 0,

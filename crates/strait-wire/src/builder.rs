@@ -187,29 +187,73 @@ pub struct RebuiltBatch {
 /// Returns `None` when no record remains, e.g. for a batch the cleaner emptied; the caller
 /// skips it and moves on to [`RecordBatch::next_offset`]. Control batches are refused.
 pub fn rebuild_batch(batch: &RecordBatch, from_offset: i64) -> Result<Option<RebuiltBatch>, WireError> {
+    let records: Vec<SourceRecord> = source_records(batch)?
+        .into_iter()
+        .filter(|r| r.offset >= from_offset)
+        .collect();
+    build(batch, records)
+}
+
+/// Splits `batch` into two batches holding the first and the second half of its records, for
+/// a target that refused it as too large (MESSAGE_TOO_LARGE): a source batch of many small
+/// records fits once split, as it would after a Java producer's re-batching. Each half is
+/// rebuilt as [`rebuild_batch`] does, with the source offset (base offset + offset delta) of
+/// each record. `None` for a batch of fewer than two records, which no split makes smaller.
+pub fn split_batch(batch: &RecordBatch) -> Result<Option<(RebuiltBatch, RebuiltBatch)>, WireError> {
+    let mut first = source_records(batch)?;
+    if first.len() < 2 {
+        return Ok(None);
+    }
+    let second = first.split_off(first.len() / 2);
+    match (build(batch, first)?, build(batch, second)?) {
+        (Some(first), Some(second)) => Ok(Some((first, second))),
+        _ => Ok(None),
+    }
+}
+
+/// A record with its source offset and the timestamp a consumer sees.
+struct SourceRecord {
+    offset: i64,
+    timestamp: i64,
+    record: crate::Record,
+}
+
+fn source_records(batch: &RecordBatch) -> Result<Vec<SourceRecord>, WireError> {
     if batch.is_control() {
         return Err(WireError::ControlBatch {
             base_offset: batch.base_offset(),
         });
     }
     let log_append_time = batch.timestamp_type() == TimestampType::LogAppendTime;
-    let mut builder = RecordBatchBuilder::new().compression(batch.compression()?);
-    let mut source_offsets = Vec::new();
-    for record in decode_records(batch)? {
-        let offset = batch.base_offset().wrapping_add(i64::from(record.offset_delta));
-        if offset < from_offset {
-            continue;
-        }
-        let timestamp = if log_append_time {
-            batch.max_timestamp()
-        } else {
-            batch.base_timestamp().wrapping_add(record.timestamp_delta)
-        };
+    Ok(decode_records(batch)?
+        .into_iter()
+        .map(|record| SourceRecord {
+            offset: batch.base_offset().wrapping_add(i64::from(record.offset_delta)),
+            timestamp: if log_append_time {
+                batch.max_timestamp()
+            } else {
+                batch.base_timestamp().wrapping_add(record.timestamp_delta)
+            },
+            record,
+        })
+        .collect())
+}
+
+/// A batch of `records` in `like`'s codec; `None` if there are none.
+fn build(like: &RecordBatch, records: Vec<SourceRecord>) -> Result<Option<RebuiltBatch>, WireError> {
+    if records.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = RecordBatchBuilder::new().compression(like.compression()?);
+    let mut source_offsets = Vec::with_capacity(records.len());
+    for SourceRecord {
+        offset,
+        timestamp,
+        record,
+    } in records
+    {
         builder.push(record.key, record.value, record.headers, timestamp);
         source_offsets.push(offset);
-    }
-    if builder.is_empty() {
-        return Ok(None);
     }
     Ok(Some(RebuiltBatch {
         batch: RecordBatch::new(builder.build())?,
@@ -396,5 +440,31 @@ mod tests {
             err.to_string(),
             "batch at offset 70 is a control batch; clients may not produce control records"
         );
+    }
+
+    #[test]
+    fn split_halves_keep_records_and_source_offsets() {
+        let mut builder = RecordBatchBuilder::new().compression(Compression::Lz4);
+        for n in 0..5 {
+            builder.push(None, Some(format!("v{n}").into()), vec![], 1_000 + n);
+        }
+        let batch = stored(&builder.build(), 700, 0, 0);
+        let batch = RecordBatch::new(batch).unwrap();
+        let (first, second) = split_batch(&batch).unwrap().unwrap();
+        assert_eq!(first.source_offsets, vec![700, 701]);
+        assert_eq!(second.source_offsets, vec![702, 703, 704]);
+        assert_eq!(second.batch.compression().unwrap(), Compression::Lz4);
+        let values: Vec<_> = decode_records(&second.batch)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.value.unwrap())
+            .collect();
+        assert_eq!(values, ["v2", "v3", "v4"]);
+        assert_eq!(second.batch.base_timestamp(), 1_002);
+        let mut single = RecordBatchBuilder::new();
+        single.push(None, Some("only".into()), vec![], 5);
+        assert!(split_batch(&RecordBatch::new(single.build()).unwrap())
+            .unwrap()
+            .is_none());
     }
 }

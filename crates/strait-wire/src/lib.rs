@@ -40,7 +40,7 @@ mod testing;
 pub use batch::{
     Compression, ControlType, RecordBatch, RecordBatches, TimestampType, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
 };
-pub use builder::{rebuild_batch, RebuiltBatch, RecordBatchBuilder};
+pub use builder::{rebuild_batch, split_batch, RebuiltBatch, RecordBatchBuilder};
 pub use error::WireError;
 pub use mm2::{Checkpoint, Heartbeat, OffsetSync};
 pub use records::{decode_records, Header, Record};
