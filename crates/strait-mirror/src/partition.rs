@@ -13,7 +13,8 @@ use strait_client::{
     submit_produce, topic_name, BrokerConnection, Error, KafkaClient, OffsetSpec, PendingProduce, ProducerIdAndEpoch,
 };
 use strait_wire::{
-    rebuild_batch, AbortedTransactionFilter, BatchVerdict, ProducerState, RecordBatch, RecordBatches, WireError,
+    rebuild_batch, split_batch, AbortedTransactionFilter, BatchVerdict, ProducerState, RecordBatch, RecordBatches,
+    WireError,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -32,6 +33,10 @@ const FETCH_AHEAD: usize = 16;
 const PARTITION_MAX_BYTES: i32 = 2 << 20;
 /// Longest pause between retries.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How often a batch that fails its CRC check is fetched again (on a new connection) before
+/// the partition stops: a batch damaged on the way comes back intact, one damaged in the
+/// source log does not.
+const CORRUPT_REFETCHES: u32 = 3;
 
 /// Where a partition starts when no progress is stored (`auto.offset.reset`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +98,37 @@ impl Outgoing {
             .unwrap_or(self.batch.base_offset())
     }
 
+    /// The batch as two batches of half its records each, for a target that refused it as too
+    /// large; `None` for a single record.
+    fn split(&self) -> Result<Option<(Outgoing, Outgoing)>, WireError> {
+        let Some((head, tail)) = split_batch(&self.batch)? else {
+            return Ok(None);
+        };
+        // Offsets in `self.batch`, mapped back to the source's for a batch rebuilt before.
+        let source = |offsets: Vec<i64>| match &self.source_offsets {
+            None => offsets,
+            Some(original) => offsets
+                .into_iter()
+                .map(|o| {
+                    let index = usize::try_from(o - self.batch.base_offset()).unwrap_or(usize::MAX);
+                    original.get(index).copied().unwrap_or(o)
+                })
+                .collect(),
+        };
+        let head_offsets = source(head.source_offsets);
+        let head = Outgoing {
+            batch: head.batch,
+            source_last: head_offsets.last().copied().unwrap_or(self.source_last),
+            source_offsets: Some(head_offsets),
+        };
+        let tail = Outgoing {
+            batch: tail.batch,
+            source_last: self.source_last,
+            source_offsets: Some(source(tail.source_offsets)),
+        };
+        Ok(Some((head, tail)))
+    }
+
     /// Where each run of consecutive source offsets landed, given the target base offset.
     fn mappings(&self, route: &PartitionRoute, target_base: i64) -> Vec<OffsetMapping> {
         let mapping = |source_offset, target_offset, records| OffsetMapping {
@@ -138,9 +174,18 @@ pub(crate) async fn mirror_partition(
     let (items, queue) = mpsc::channel(FETCH_AHEAD);
     let fetcher = fetch_loop(context.clone(), route.clone(), start, items, shutdown);
     let producer = produce_loop(context, route, queue);
-    // The producer ends when the fetcher drops its sender (shutdown) or fails.
-    let (fetched, produced) = tokio::join!(fetcher, producer);
-    produced.and(fetched)
+    tokio::pin!(fetcher, producer);
+    tokio::select! {
+        // A producer that failed ends the partition at once: a fetcher with nothing new to
+        // send would not notice otherwise.
+        produced = &mut producer => match produced {
+            Ok(()) => fetcher.await,
+            Err(error) => Err(error),
+        },
+        // A fetcher that stopped (shutdown or an error) dropped its sender: the producer
+        // drains what was sent before and ends.
+        fetched = &mut fetcher => producer.await.and(fetched),
+    }
 }
 
 async fn reset_position(context: &PartitionContext, route: &PartitionRoute) -> Result<i64, MirrorError> {
@@ -176,8 +221,9 @@ async fn fetch_loop(
 ) -> Result<(), MirrorError> {
     let mut leader: Option<BrokerConnection> = None;
     let mut backoff = Backoff::default();
+    let mut corrupt_refetches = 0;
     let (topic, partition) = (route.source_topic.as_str(), route.partition);
-    while !*shutdown.borrow() {
+    'fetch: while !*shutdown.borrow() {
         let connection = match &leader {
             Some(c) if !c.is_closed() => c.clone(),
             _ => match context.source.dedicated_leader_connection(topic, partition).await {
@@ -271,6 +317,25 @@ async fn fetch_loop(
             if batch.next_offset() <= position {
                 continue; // Already mirrored: a fetch starts at the batch holding the position.
             }
+            if let Err(error) = batch.verify_crc() {
+                context
+                    .stats
+                    .record_error_code(&context.source_alias, "Fetch", "CORRUPT_MESSAGE".into());
+                let error = MirrorError::Batch {
+                    topic: topic.into(),
+                    partition,
+                    offset: batch.base_offset(),
+                    error,
+                };
+                if corrupt_refetches == CORRUPT_REFETCHES {
+                    return Err(error);
+                }
+                corrupt_refetches += 1;
+                tracing::warn!(%error, attempt = corrupt_refetches, "fetching the batch again on a new connection");
+                leader = None;
+                continue 'fetch;
+            }
+            corrupt_refetches = 0;
             context.stats.record_polled(topic, partition, batch.max_timestamp());
             let verdict = if context.read_committed {
                 filter.check(&batch)
@@ -366,6 +431,33 @@ struct Pending {
     sent_at: Instant,
 }
 
+impl Pending {
+    fn new(outgoing: Outgoing, sequence: i32) -> Self {
+        Pending {
+            outgoing,
+            sequence,
+            response: None,
+            rewrite_error: None,
+            sent_at: Instant::now(),
+        }
+    }
+}
+
+/// Waits for the answers to every batch behind the first (they fail once the first did), so
+/// that all can be sent again in order.
+async fn settle_behind_front(in_flight: &mut VecDeque<Pending>) {
+    for pending in in_flight.iter_mut().skip(1) {
+        if let Some(Ok(response)) = pending.response.take() {
+            let _ = response.base_offset().await;
+        }
+    }
+}
+
+/// `sequence + records`, wrapping at 2^31 like the broker's (ProducerAppendInfo).
+fn add_sequence(sequence: i32, records: i32) -> i32 {
+    ((i64::from(sequence) + i64::from(records)) % (1 << 31)) as i32
+}
+
 /// Source offsets up to `last` are mirrored: stored at the next flush, and shown in the lag.
 fn record_progress(context: &PartitionContext, route: &PartitionRoute, last: i64) {
     context.progress.record(&route.source_topic, route.partition, last);
@@ -404,13 +496,7 @@ async fn produce_loop(
                 Some(Item::Skip { last }) => skipped.push_back((sent_total, last)),
                 Some(Item::Forward(outgoing)) => {
                     let sequence = producer.next_sequence(&outgoing.batch);
-                    let mut pending = Pending {
-                        outgoing,
-                        sequence,
-                        response: None,
-                        rewrite_error: None,
-                        sent_at: Instant::now(),
-                    };
+                    let mut pending = Pending::new(outgoing, sequence);
                     producer.send(&mut pending).await;
                     in_flight.push_back(pending);
                     sent_total += 1;
@@ -462,6 +548,29 @@ async fn produce_loop(
             Err(error) => {
                 context.stats.record_error(&context.target_alias, "Produce", &error);
                 let (first, last) = (front.outgoing.source_first(), front.outgoing.source_last);
+                // MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE: the target's max.message.bytes is
+                // below the source's. Halves fit where a Java producer's batches would.
+                if error.kafka_code().is_some_and(|c| matches!(c.code(), 10 | 18)) {
+                    let halves = front.outgoing.split().map_err(|error| MirrorError::Batch {
+                        topic: route.source_topic.clone(),
+                        partition: route.partition,
+                        offset: first,
+                        error,
+                    })?;
+                    if let Some((head, tail)) = halves {
+                        tracing::warn!(topic = %route.source_topic, partition = route.partition, %error, "the target refused source offsets {first}..={last} as too large; sending them as two batches");
+                        let sequence = front.sequence;
+                        settle_behind_front(&mut in_flight).await;
+                        in_flight.pop_front();
+                        let tail_sequence = add_sequence(sequence, head.batch.records_count());
+                        in_flight.push_front(Pending::new(tail, tail_sequence));
+                        in_flight.push_front(Pending::new(head, sequence));
+                        for pending in in_flight.iter_mut() {
+                            producer.send(pending).await;
+                        }
+                        continue;
+                    }
+                }
                 if !error.is_retriable() && !producer.is_sequence_error(&error) {
                     return Err(MirrorError::Refused {
                         topic: route.source_topic.clone(),
@@ -474,11 +583,7 @@ async fn produce_loop(
                 tracing::warn!(topic = %route.source_topic, partition = route.partition, %error, "produce failed; resending from source offset {first}");
                 // Let everything behind the failed batch finish, then resend all unacknowledged
                 // batches in order: the target deduplicates any that had landed after all.
-                for pending in in_flight.iter_mut().skip(1) {
-                    if let Some(Ok(response)) = pending.response.take() {
-                        let _ = response.base_offset().await;
-                    }
-                }
+                settle_behind_front(&mut in_flight).await;
                 producer
                     .backoff
                     .wait(&route.target_topic, route.partition, &error)
@@ -525,8 +630,7 @@ impl Producer {
 
     fn next_sequence(&mut self, batch: &RecordBatch) -> i32 {
         let sequence = self.next_sequence;
-        // Sequences wrap at 2^31 like the broker's (ProducerAppendInfo).
-        self.next_sequence = ((i64::from(sequence) + i64::from(batch.records_count())) % (1 << 31)) as i32;
+        self.next_sequence = add_sequence(sequence, batch.records_count());
         sequence
     }
 

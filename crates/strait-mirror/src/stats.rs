@@ -344,8 +344,13 @@ impl Stats {
 
     /// A request to `cluster` failed with `error`.
     pub(crate) fn record_error(&self, cluster: &str, api: &'static str, error: &strait_client::Error) {
+        self.record_error_code(cluster, api, error_code(error));
+    }
+
+    /// A request to `cluster` failed, or brought back something unusable, with Kafka error `code`.
+    pub(crate) fn record_error_code(&self, cluster: &str, api: &'static str, code: String) {
         let mut errors = self.errors.lock().expect("stats lock");
-        *errors.entry((cluster.to_owned(), api, error_code(error))).or_default() += 1;
+        *errors.entry((cluster.to_owned(), api, code)).or_default() += 1;
     }
 
     /// A checkpoint took `latency_ms` from reading the group's offsets to the target's ack.
