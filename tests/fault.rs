@@ -1,5 +1,6 @@
 //! A fault-injection TCP proxy on loopback: forwards bytes between clients and one upstream,
-//! and can add latency in each direction or cut every connection it carries.
+//! and can add latency in each direction, cut every connection it carries, or damage bytes of
+//! the responses.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +18,17 @@ pub struct FaultProxy {
     upstream: Arc<Mutex<Option<SocketAddr>>>,
     latency_ms: Arc<AtomicU64>,
     cut: watch::Sender<u64>,
+    corruption: Arc<Mutex<Vec<Corruption>>>,
     accept: tokio::task::JoinHandle<()>,
+}
+
+/// Bytes to damage in the responses: the next `times` occurrences of `find` (within one chunk
+/// read from the upstream) are overwritten with `replace`, of the same length.
+#[derive(Debug, Clone)]
+struct Corruption {
+    find: Vec<u8>,
+    replace: Vec<u8>,
+    times: u32,
 }
 
 impl FaultProxy {
@@ -28,17 +39,18 @@ impl FaultProxy {
         let upstream: Arc<Mutex<Option<SocketAddr>>> = Arc::default();
         let latency_ms = Arc::new(AtomicU64::new(0));
         let (cut, cuts) = watch::channel(0u64);
+        let corruption: Arc<Mutex<Vec<Corruption>>> = Arc::default();
         let accept = tokio::spawn({
-            let (upstream, latency_ms) = (upstream.clone(), latency_ms.clone());
+            let (upstream, latency_ms, corruption) = (upstream.clone(), latency_ms.clone(), corruption.clone());
             async move {
                 while let Ok((client, _)) = listener.accept().await {
                     let Some(address) = *upstream.lock().expect("proxy lock") else {
                         continue;
                     };
-                    let (latency_ms, cuts) = (latency_ms.clone(), cuts.clone());
+                    let (latency_ms, cuts, corruption) = (latency_ms.clone(), cuts.clone(), corruption.clone());
                     tokio::spawn(async move {
                         if let Ok(server) = TcpStream::connect(address).await {
-                            carry(client, server, latency_ms, cuts).await;
+                            carry(client, server, latency_ms, cuts, corruption).await;
                         }
                     });
                 }
@@ -49,8 +61,21 @@ impl FaultProxy {
             upstream,
             latency_ms,
             cut,
+            corruption,
             accept,
         }
+    }
+
+    /// Damages the responses: the next `times` occurrences of `find` become `replace` (same
+    /// length, so framing and batch lengths stay intact and only checksums can tell). Adds to
+    /// the damages asked for before.
+    pub fn corrupt_responses(&self, find: &[u8], replace: &[u8], times: u32) {
+        assert_eq!(find.len(), replace.len(), "a corruption keeps the length");
+        self.corruption.lock().expect("proxy lock").push(Corruption {
+            find: find.to_vec(),
+            replace: replace.to_vec(),
+            times,
+        });
     }
 
     /// The port clients connect to.
@@ -81,12 +106,18 @@ impl Drop for FaultProxy {
     }
 }
 
-async fn carry(client: TcpStream, server: TcpStream, latency_ms: Arc<AtomicU64>, mut cuts: watch::Receiver<u64>) {
+async fn carry(
+    client: TcpStream,
+    server: TcpStream,
+    latency_ms: Arc<AtomicU64>,
+    mut cuts: watch::Receiver<u64>,
+    corruption: Arc<Mutex<Vec<Corruption>>>,
+) {
     let _ = (client.set_nodelay(true), server.set_nodelay(true));
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
-    let up = pipe(client_read, server_write, latency_ms.clone());
-    let down = pipe(server_read, client_write, latency_ms);
+    let up = pipe(client_read, server_write, latency_ms.clone(), None);
+    let down = pipe(server_read, client_write, latency_ms, Some(corruption));
     cuts.mark_unchanged();
     tokio::select! {
         _ = async { tokio::join!(up, down) } => {}
@@ -100,6 +131,7 @@ async fn pipe(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     latency_ms: Arc<AtomicU64>,
+    corruption: Option<Arc<Mutex<Vec<Corruption>>>>,
 ) {
     let (chunks, mut due) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let reader = async move {
@@ -109,7 +141,11 @@ async fn pipe(
                 break;
             }
             let at = Instant::now() + Duration::from_millis(latency_ms.load(Ordering::Relaxed));
-            if chunks.send((at, buffer[..n].to_vec())).is_err() {
+            let mut chunk = buffer[..n].to_vec();
+            if let Some(corruption) = &corruption {
+                damage(&mut chunk, &mut corruption.lock().expect("proxy lock"));
+            }
+            if chunks.send((at, chunk)).is_err() {
                 break;
             }
         }
@@ -124,4 +160,25 @@ async fn pipe(
         let _ = to.shutdown().await;
     };
     tokio::join!(reader, writer);
+}
+
+fn damage(chunk: &mut [u8], corruptions: &mut [Corruption]) {
+    for c in corruptions {
+        damage_one(chunk, c);
+    }
+}
+
+fn damage_one(chunk: &mut [u8], c: &mut Corruption) {
+    let mut at = 0;
+    while c.times > 0 && at + c.find.len() <= chunk.len() {
+        match chunk[at..].windows(c.find.len()).position(|w| w == c.find.as_slice()) {
+            Some(found) => {
+                let start = at + found;
+                chunk[start..start + c.find.len()].copy_from_slice(&c.replace);
+                c.times -= 1;
+                at = start + c.find.len();
+            }
+            None => break,
+        }
+    }
 }

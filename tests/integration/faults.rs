@@ -1,5 +1,7 @@
-//! Network faults between the mirror and the target: cut connections and a slow link. Each test
-//! counts records at source and target and reports lost (must be 0) and duplicated records.
+//! Faults between the mirror and its clusters: cut connections, a slow link, a target stopped
+//! for 30 s, damaged bytes, data deleted before it was mirrored, and batches the target finds
+//! too large. Each test counts records at source and target and reports lost (must be 0, or
+//! exactly what the source deleted) and duplicated records.
 
 use std::time::{Duration, Instant};
 
@@ -7,11 +9,11 @@ use strait_testkit::{ClusterOptions, KafkaCluster};
 use strait_tests::fault::FaultProxy;
 use strait_tests::*;
 
-use crate::mirror::{check_numbered, write_numbered};
+use crate::mirror::{check_numbered, write_numbered, write_numbered_from};
 
-/// A target cluster that is reached only through a fault proxy: it advertises the proxy's port,
-/// so every connection a client opens after bootstrap goes through the proxy too.
-async fn proxied_target(name: &'static str) -> (KafkaCluster, FaultProxy, String) {
+/// A cluster that is reached only through a fault proxy: it advertises the proxy's port, so
+/// every connection a client opens after bootstrap goes through the proxy too.
+async fn proxied_cluster(name: &'static str) -> (KafkaCluster, FaultProxy, String) {
     let proxy = FaultProxy::start().await;
     let advertised = format!("PLAINTEXT://127.0.0.1:{}", proxy.port());
     let cluster = tokio::task::spawn_blocking(move || {
@@ -27,7 +29,7 @@ async fn proxied_target(name: &'static str) -> (KafkaCluster, FaultProxy, String
 #[tokio::test(flavor = "multi_thread")]
 async fn connections_cut_during_a_transfer_lose_nothing() {
     let clusters = clusters();
-    let (_cluster, proxy, bootstrap) = proxied_target("cut-target").await;
+    let (_cluster, proxy, bootstrap) = proxied_cluster("cut-target").await;
     let source = client(&clusters.source).await;
     let topic = unique("cuts");
     let (partitions, batches, per_batch) = (4, 250, 200);
@@ -41,8 +43,8 @@ async fn connections_cut_during_a_transfer_lose_nothing() {
         .await
         .unwrap();
     let remote = format!("source.{topic}");
-    // Cut during the transfer: from the first record on (a flow that cannot start at all stops
-    // with an error, which is another test's business).
+    // Cut during the transfer: from the first record on (a flow that cannot start waits for its
+    // clusters, which is another test's business).
     wait_until("the first records on the target", || async {
         end_offsets(&target, &remote).await > 0
     })
@@ -72,7 +74,7 @@ async fn connections_cut_during_a_transfer_lose_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_link_still_mirrors_at_a_useful_rate() {
     let clusters = clusters();
-    let (_cluster, proxy, bootstrap) = proxied_target("wan-target").await;
+    let (_cluster, proxy, bootstrap) = proxied_cluster("wan-target").await;
     proxy.set_latency(Duration::from_millis(100)); // 100 ms each way: a 200 ms round trip.
     let source = client(&clusters.source).await;
     let topic = unique("wan");
@@ -105,4 +107,252 @@ async fn a_slow_link_still_mirrors_at_a_useful_rate() {
     // several batches in flight per partition must do better than that.
     assert!(rate > 10_000.0, "{rate:.0} records/s over a 200 ms round trip");
     assert_eq!(duplicates, 0, "a slow link alone causes no resends");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_target_stopped_for_30_seconds_loses_nothing() {
+    let clusters = clusters();
+    let own_target = tokio::task::spawn_blocking(|| KafkaCluster::start("stopped-target").unwrap())
+        .await
+        .unwrap();
+    let source = client(&clusters.source).await;
+    let topic = unique("outage");
+    let (partitions, per_batch) = (2, 200);
+    create_topic(&source, &topic, partitions).await;
+    write_numbered(&source, &topic, partitions, 20, per_batch).await;
+    let properties =
+        mm2_properties(&topic, "").replace(&clusters.target.bootstrap_servers(), &own_target.bootstrap_servers());
+    let mirror = start_mirror(&properties);
+    let target = client(&own_target).await;
+    let remote = format!("source.{topic}");
+    wait_until_complete(&target, &remote, 20 * per_batch as i64 * partitions as i64).await;
+
+    // The source keeps receiving data while the target is down for 30 s.
+    let writer = tokio::spawn({
+        let (source, topic) = (source.clone(), topic.clone());
+        async move {
+            for round in 0..40 {
+                write_numbered_from(&source, &topic, partitions, 20 + round, 1, per_batch).await;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    });
+    let own_target = tokio::task::spawn_blocking(move || {
+        own_target.stop_broker(); // A clean stop (SIGTERM), as for maintenance.
+        std::thread::sleep(Duration::from_secs(30));
+        own_target.start_broker().unwrap();
+        own_target
+    })
+    .await
+    .unwrap();
+    writer.await.unwrap();
+    let total = (60 * per_batch) as i64 * partitions as i64;
+    let target = client(&own_target).await;
+    wait_until_complete(&target, &remote, total).await;
+    assert!(!mirror.is_finished(), "the flow rides out the outage");
+    mirror.stop().await.unwrap();
+    let duplicates = check_numbered(&target, &remote, partitions, 60 * per_batch).await;
+    println!("target stopped 30 s: {total} records, 0 lost, {duplicates} duplicated");
+    // Only batches in flight when the target went away can land twice.
+    assert!(
+        duplicates <= 5 * per_batch * partitions as usize,
+        "{duplicates} duplicates"
+    );
+}
+
+/// Writes `batches` batches of 50 records `<tag>-<n>` to partition 0; the last record of batch
+/// `marked` is `marker` instead. Returns the values in order.
+async fn write_marked(
+    client: &strait_client::KafkaClient,
+    topic: &str,
+    tag: &str,
+    batches: usize,
+    marked: usize,
+    marker: &str,
+) -> Vec<String> {
+    let mut values = Vec::new();
+    for b in 0..batches {
+        let mut builder = strait_wire::RecordBatchBuilder::new();
+        for r in 0..50 {
+            let value = if b == marked && r == 49 {
+                marker.to_owned()
+            } else {
+                format!("{tag}-{}", b * 50 + r)
+            };
+            builder.push(None, Some(value.clone().into()), vec![], now_ms());
+            values.push(value);
+        }
+        client.produce(topic, 0, vec![builder.build()]).await.unwrap();
+    }
+    values
+}
+
+async fn values(client: &strait_client::KafkaClient, topic: &str) -> Vec<String> {
+    read_records(client, topic, 0)
+        .await
+        .into_iter()
+        .map(|(_, value, _, _)| String::from_utf8(value.unwrap().to_vec()).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn damaged_batches_are_fetched_again_and_stop_their_partition_if_they_stay_damaged() {
+    let clusters = clusters();
+    let (_cluster, proxy, bootstrap) = proxied_cluster("damaged-source").await;
+    let source = strait_client::KafkaClient::connect(strait_client::ClientConfig::new(&bootstrap))
+        .await
+        .unwrap();
+    let target = client(&clusters.target).await;
+    let (once, always) = (unique("damaged-once"), unique("damaged-always"));
+    create_topic(&source, &once, 1).await;
+    create_topic(&source, &always, 1).await;
+    let once_values = write_marked(&source, &once, "once", 20, 10, "DAMAGE-ME-1").await;
+    let always_values = write_marked(&source, &always, "always", 20, 10, "DAMAGE-ME-2").await;
+    // On the way from the source: one response is damaged once (a flipped bit on a link), the
+    // other every time (a batch damaged in the source's log).
+    proxy.corrupt_responses(b"DAMAGE-ME-1", b"DAMAGE-XX-1", 1);
+    proxy.corrupt_responses(b"DAMAGE-ME-2", b"DAMAGE-XX-2", u32::MAX);
+
+    let properties =
+        mm2_properties(&format!("{once}, {always}"), "").replace(&clusters.source.bootstrap_servers(), &bootstrap);
+    let mirror = start_mirror(&properties);
+    let (remote_once, remote_always) = (format!("source.{once}"), format!("source.{always}"));
+    wait_until_complete(&target, &remote_once, 1000).await;
+    let stopped = || {
+        let status = mirror.stats().status();
+        status["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["topic"] == always.as_str())
+            .filter(|p| p["state"] == "stopped")
+            .map(|p| p["last_error"].as_str().unwrap_or_default().to_owned())
+    };
+    wait_until("the partition with the damaged batch to stop", || async {
+        stopped().is_some()
+    })
+    .await;
+    let error = stopped().unwrap();
+    assert!(
+        error.contains("offset 500 is corrupt") && error.contains("CRC"),
+        "{error}"
+    );
+
+    // The batch damaged once arrived intact; of the other topic, everything before the damaged
+    // batch and nothing from it on.
+    assert_eq!(values(&target, &remote_once).await, once_values);
+    assert_eq!(values(&target, &remote_always).await, always_values[..500]);
+    let mut metrics = strait_mirror::PrometheusText::default();
+    mirror.stats().write_prometheus(&mut metrics);
+    let metrics = metrics.finish();
+    let corrupt = metrics
+        .lines()
+        .find(|l| l.starts_with("strait_errors_total{") && l.contains("code=\"CORRUPT_MESSAGE\""))
+        .unwrap_or_else(|| panic!("no CORRUPT_MESSAGE count in\n{metrics}"));
+    // Once for the link, then the first try and 3 fetches again for the damaged log.
+    assert!(corrupt.ends_with(" 5"), "{corrupt}");
+    let stop = mirror.stop().await.unwrap_err().to_string();
+    assert!(stop.contains(&always) && stop.contains("CRC"), "{stop}");
+    println!("damaged batches: 1000 records of {once} intact, 500 of {always} then stopped: {stop}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn records_deleted_at_the_source_before_they_were_mirrored_are_reported_as_a_gap() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let target = client(&clusters.target).await;
+    let topic = unique("gap");
+    create_topic(&source, &topic, 1).await;
+    write_numbered(&source, &topic, 1, 10, 100).await;
+    let properties = mm2_properties(&topic, "");
+    let remote = format!("source.{topic}");
+    let mirror = start_mirror(&properties);
+    wait_until_complete(&target, &remote, 1000).await;
+    mirror.stop().await.unwrap();
+    // While the mirror is down, 1000 more arrive and retention (here DeleteRecords) removes
+    // everything below offset 1500: offsets 1000..=1499 were never mirrored.
+    write_numbered_from(&source, &topic, 1, 10, 10, 100).await;
+    let offsets = std::env::temp_dir().join(format!("{topic}.json"));
+    std::fs::write(
+        &offsets,
+        format!(r#"{{"version":1,"partitions":[{{"topic":"{topic}","partition":0,"offset":1500}}]}}"#),
+    )
+    .unwrap();
+    let offsets_arg = offsets.display().to_string();
+    let bootstrap = clusters.source.bootstrap_servers();
+    let output = tokio::task::spawn_blocking(move || {
+        java_tool(
+            "org.apache.kafka.tools.DeleteRecordsCommand",
+            &["--bootstrap-server", &bootstrap, "--offset-json-file", &offsets_arg],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let _ = std::fs::remove_file(&offsets);
+
+    let mirror = start_mirror(&properties);
+    wait_until_complete(&target, &remote, 1500).await;
+    assert_eq!(mirror.stats().gap_records(), 500);
+    assert_eq!(mirror.stats().status()["partitions"][0]["gap_records"], 500);
+    mirror.stop().await.unwrap();
+    let numbers: Vec<usize> = values(&target, &remote)
+        .await
+        .iter()
+        .map(|v| v.split('-').nth(1).unwrap().parse().unwrap())
+        .collect();
+    let expected: Vec<usize> = (0..1000).chain(1500..2000).collect();
+    assert_eq!(numbers, expected, "exactly the deleted offsets are missing");
+    println!("gap: 2000 records, 500 deleted before mirroring and reported, 0 otherwise lost");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn batches_too_large_for_the_target_are_split_and_a_single_record_stops_the_partition() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let target = client(&clusters.target).await;
+    let topic = unique("too-large");
+    let remote = format!("source.{topic}");
+    create_topic(&source, &topic, 1).await;
+    // The target topic exists already, with a limit far below the source's batches.
+    target
+        .create_topics(&[strait_client::NewTopic {
+            name: remote.clone(),
+            partitions: 1,
+            replication_factor: 1,
+            configs: vec![("max.message.bytes".into(), "8192".into())],
+        }])
+        .await
+        .unwrap();
+    // 4 batches of 200 records of ~230 bytes: ~46 KB each, uncompressed.
+    write_numbered(&source, &topic, 1, 4, 200).await;
+    // Then one record that no split can make fit.
+    let mut builder = strait_wire::RecordBatchBuilder::new();
+    builder.push(None, Some("y".repeat(10_000).into()), vec![], now_ms());
+    source.produce(&topic, 0, vec![builder.build()]).await.unwrap();
+
+    let mirror = start_mirror(&mm2_properties(&topic, "sync.topic.configs.enabled = false"));
+    let stopped = || {
+        let status = mirror.stats().status();
+        status["partitions"][0]["last_error"].as_str().map(str::to_owned)
+    };
+    wait_until("the partition to stop at the oversize record", || async {
+        stopped().is_some()
+    })
+    .await;
+    let error = stopped().unwrap();
+    assert!(
+        error.contains("MESSAGE_TOO_LARGE") && error.contains("800..=800"),
+        "{error}"
+    );
+    // Every record before it arrived, in order, in batches the target accepts.
+    assert_eq!(check_numbered(&target, &remote, 1, 800).await, 0);
+    let batches = read_batches(&target, &remote, 0).await;
+    assert!(batches.len() >= 4 * 8, "{} batches", batches.len());
+    assert!(batches.iter().all(|b| b.size() <= 8192));
+    assert!(mirror.stop().await.is_err());
+    println!(
+        "too large: 10 batches of 46 KB arrived as {} batches under 4 KiB; the 10 KB record stopped the partition",
+        batches.len()
+    );
 }

@@ -261,9 +261,21 @@ pub(crate) async fn write_numbered(
     batches: usize,
     per_batch: usize,
 ) {
+    write_numbered_from(client, topic, partitions, 0, batches, per_batch).await;
+}
+
+/// As [`write_numbered`], numbering on from batch `first` (so records start at `first * per_batch`).
+pub(crate) async fn write_numbered_from(
+    client: &strait_client::KafkaClient,
+    topic: &str,
+    partitions: i32,
+    first: usize,
+    batches: usize,
+    per_batch: usize,
+) {
     let payload = "x".repeat(200);
     for partition in 0..partitions {
-        for b in 0..batches {
+        for b in first..first + batches {
             let mut builder = RecordBatchBuilder::new();
             for r in 0..per_batch {
                 let n = b * per_batch + r;
