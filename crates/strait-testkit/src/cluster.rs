@@ -49,6 +49,8 @@ pub struct KafkaCluster {
     options: ClusterOptions,
     dir: PathBuf,
     port: u16,
+    controller_port: u16,
+    cluster_id: String,
     broker: Mutex<Option<Guarded>>,
     /// Removes the folder when the process ends; `None` only while a start is retried.
     janitor: Option<Guarded>,
@@ -74,6 +76,7 @@ impl KafkaCluster {
         write(&dir.join("log4j2.xml"), &broker_log4j2(&dir.join("broker.log")))?;
         // Free ports are found by binding and releasing them, so a process starting at the same
         // moment can take one first; the broker then fails to bind and we try other ports.
+        let cluster_id = new_cluster_id();
         let mut attempt = 0;
         loop {
             let (port, controller_port) = (free_port()?, free_port()?);
@@ -82,12 +85,14 @@ impl KafkaCluster {
                 &server_properties(&options, &dir, port, controller_port),
             )?;
             if attempt == 0 {
-                format_storage(dist, &options.name, &dir)?;
+                format_storage(dist, &options.name, &dir, &cluster_id)?;
             }
             let cluster = KafkaCluster {
                 options: options.clone(),
                 dir: dir.clone(),
                 port,
+                controller_port,
+                cluster_id: cluster_id.clone(),
                 broker: Mutex::new(None),
                 janitor: janitor.take(),
             };
@@ -134,22 +139,54 @@ impl KafkaCluster {
         if slot.is_some() {
             return Ok(());
         }
-        let mut command = dist.jvm(&self.options.heap, &self.dir.join("log4j2.xml"), &[], "kafka.Kafka");
-        command.arg(self.dir.join("server.properties"));
-        let process = Guarded::spawn(&command, &self.dir.join("stdout.log"))?;
-        let started = self.wait_until_ready(&process);
-        match started {
-            Ok(()) => {
-                *slot = Some(process);
-                Ok(())
-            }
-            Err(reason) => Err(Error::Start {
-                cluster: self.options.name.clone(),
-                reason,
-                log: self.log_file(),
-                log_tail: tail(&self.log_file(), 30) + &tail(&self.dir.join("stdout.log"), 10),
-            }),
-        }
+        *slot = Some(start_jvm(dist, &self.options, &self.dir, self.port)?);
+        Ok(())
+    }
+
+    /// Adds a broker to the cluster: node `node_id` (2, 3, …), a JVM of its own in the broker
+    /// role only, using this cluster's controller. Topics created afterwards can have replicas
+    /// on it, so that stopping one broker moves partition leaders to another.
+    pub fn add_broker(&self, node_id: u32) -> Result<KafkaBroker> {
+        let dist = KafkaDist::get()?;
+        let name = format!("{}-broker-{node_id}", self.options.name);
+        let dir = std::env::temp_dir().join(format!("strait-kafka-{name}-{}", uuid::Uuid::new_v4().simple()));
+        create_dir(&dir)?;
+        let janitor = Guarded::janitor(&dir)?;
+        write(&dir.join("log4j2.xml"), &broker_log4j2(&dir.join("broker.log")))?;
+        let port = free_port()?;
+        let mut properties = vec![
+            ("process.roles".to_string(), "broker".to_string()),
+            ("node.id".into(), node_id.to_string()),
+            (
+                "controller.quorum.voters".into(),
+                format!("1@127.0.0.1:{}", self.controller_port),
+            ),
+            ("listeners".into(), format!("PLAINTEXT://127.0.0.1:{port}")),
+            ("advertised.listeners".into(), format!("PLAINTEXT://127.0.0.1:{port}")),
+            ("controller.listener.names".into(), "CONTROLLER".into()),
+            ("inter.broker.listener.name".into(), "PLAINTEXT".into()),
+            (
+                "listener.security.protocol.map".into(),
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".into(),
+            ),
+            ("log.dirs".into(), dir.join("data").display().to_string()),
+        ];
+        properties.extend(self.options.properties.iter().cloned());
+        let text: String = properties.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        write(&dir.join("server.properties"), &text)?;
+        format_storage(dist, &name, &dir, &self.cluster_id)?;
+        let options = ClusterOptions {
+            name,
+            ..self.options.clone()
+        };
+        let process = start_jvm(dist, &options, &dir, port)?;
+        Ok(KafkaBroker {
+            options,
+            dir,
+            port,
+            process: Mutex::new(Some(process)),
+            _janitor: janitor,
+        })
     }
 
     /// Stops the broker cleanly (SIGTERM, controlled shutdown), keeping its data.
@@ -170,22 +207,6 @@ impl KafkaCluster {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .take();
-    }
-
-    fn wait_until_ready(&self, process: &Guarded) -> std::result::Result<(), String> {
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if !process.is_running() {
-                return Err("the JVM exited".into());
-            }
-            if api_versions_ok(self.port) {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(format!("no answer on port {} within {:?}", self.port, START_TIMEOUT));
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
     }
 }
 
@@ -230,6 +251,70 @@ fn server_properties(options: &ClusterOptions, dir: &Path, port: u16, controller
     properties.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
 }
 
+/// Starts the JVM of the node in `dir` (its `server.properties`) and waits until it answers on
+/// `port`.
+fn start_jvm(dist: &KafkaDist, options: &ClusterOptions, dir: &Path, port: u16) -> Result<Guarded> {
+    let mut command = dist.jvm(&options.heap, &dir.join("log4j2.xml"), &[], "kafka.Kafka");
+    command.arg(dir.join("server.properties"));
+    let process = Guarded::spawn(&command, &dir.join("stdout.log"))?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    let failed = |reason: String| {
+        let log = dir.join("broker.log");
+        Error::Start {
+            cluster: options.name.clone(),
+            reason,
+            log_tail: tail(&log, 30) + &tail(&dir.join("stdout.log"), 10),
+            log,
+        }
+    };
+    loop {
+        if !process.is_running() {
+            return Err(failed("the JVM exited".into()));
+        }
+        if api_versions_ok(port) {
+            return Ok(process);
+        }
+        if Instant::now() > deadline {
+            return Err(failed(format!("no answer on port {port} within {START_TIMEOUT:?}")));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A broker added to a cluster with [`KafkaCluster::add_broker`]. Dropping it kills its JVM
+/// and removes its folder.
+#[derive(Debug)]
+pub struct KafkaBroker {
+    options: ClusterOptions,
+    dir: PathBuf,
+    port: u16,
+    process: Mutex<Option<Guarded>>,
+    _janitor: Guarded,
+}
+
+impl KafkaBroker {
+    /// `host:port` of this broker.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Stops it cleanly (SIGTERM, controlled shutdown: its partition leaders move first).
+    pub fn stop(&self) {
+        if let Some(process) = self.process.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            process.terminate(Duration::from_secs(30));
+        }
+    }
+
+    /// Starts it again on the same port and data, and waits until it answers.
+    pub fn start(&self) -> Result<()> {
+        let mut slot = self.process.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(start_jvm(KafkaDist::get()?, &self.options, &self.dir, self.port)?);
+        }
+        Ok(())
+    }
+}
+
 fn broker_log4j2(log: &Path) -> String {
     format!(
         r#"<Configuration status="WARN">
@@ -244,14 +329,18 @@ fn broker_log4j2(log: &Path) -> String {
     )
 }
 
-fn format_storage(dist: &KafkaDist, cluster: &str, dir: &Path) -> Result<()> {
-    // Like Kafka's Uuid.randomUuid, never start with '-': the storage tool would read it as an option.
-    let cluster_id = std::iter::repeat_with(|| base64url(uuid::Uuid::new_v4().as_bytes()))
+/// A fresh KRaft cluster id. Like Kafka's Uuid.randomUuid, never starting with '-': the
+/// storage tool would read it as an option.
+fn new_cluster_id() -> String {
+    std::iter::repeat_with(|| base64url(uuid::Uuid::new_v4().as_bytes()))
         .find(|id| !id.starts_with('-'))
-        .expect("an endless supply of ids");
+        .expect("an endless supply of ids")
+}
+
+fn format_storage(dist: &KafkaDist, cluster: &str, dir: &Path, cluster_id: &str) -> Result<()> {
     let output = dist
         .java("kafka.tools.StorageTool")
-        .args(["format", "-t", &cluster_id, "-c"])
+        .args(["format", "-t", cluster_id, "-c"])
         .arg(dir.join("server.properties"))
         .output()
         .map_err(|source| Error::Spawn {
