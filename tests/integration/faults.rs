@@ -356,3 +356,87 @@ async fn batches_too_large_for_the_target_are_split_and_a_single_record_stops_th
         batches.len()
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_source_leader_change_loses_nothing() {
+    let clusters = clusters();
+    // A source of two brokers, every partition with a replica on each: stopping the second
+    // broker (a controlled shutdown) moves its partitions' leadership to the first.
+    let (own_source, second) = tokio::task::spawn_blocking(|| {
+        let cluster = KafkaCluster::start("leader-source").unwrap();
+        let second = cluster.add_broker(2).unwrap();
+        (cluster, second)
+    })
+    .await
+    .unwrap();
+    let source = client(&own_source).await;
+    wait_until("both source brokers registered", || async {
+        source.metadata(Some(&[])).await.is_ok_and(|m| m.brokers.len() == 2)
+    })
+    .await;
+    let topic = unique("leaders");
+    let (partitions, per_batch) = (4, 200);
+    source
+        .create_topics(&[strait_client::NewTopic {
+            name: topic.clone(),
+            partitions,
+            replication_factor: 2,
+            configs: vec![("min.insync.replicas".into(), "1".into())],
+        }])
+        .await
+        .unwrap();
+    source.wait_for_leaders(&topic, WAIT).await.unwrap();
+    let leaders = || async {
+        let metadata = source.metadata(Some(&[topic.as_str()])).await.unwrap();
+        metadata.topics[&topic]
+            .partitions
+            .iter()
+            .map(|p| p.leader)
+            .collect::<Vec<_>>()
+    };
+    let before = leaders().await;
+    assert!(
+        before.contains(&2),
+        "some partition must be led by broker 2: {before:?}"
+    );
+    write_numbered(&source, &topic, partitions, 10, per_batch).await;
+
+    let properties =
+        mm2_properties(&topic, "").replace(&clusters.source.bootstrap_servers(), &own_source.bootstrap_servers());
+    let mirror = start_mirror(&properties);
+    let target = client(&clusters.target).await;
+    let remote = format!("source.{topic}");
+    wait_until("part of the data on the target", || async {
+        end_offsets(&target, &remote).await > 0
+    })
+    .await;
+    // Data keeps arriving while the leaders move.
+    let writer = tokio::spawn({
+        let (source, topic) = (source.clone(), topic.clone());
+        async move {
+            for round in 0..20 {
+                write_numbered_from(&source, &topic, partitions, 10 + round, 1, per_batch).await;
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let second = tokio::task::spawn_blocking(move || {
+        second.stop();
+        second
+    })
+    .await
+    .unwrap();
+    let after = leaders().await;
+    assert!(
+        after.iter().all(|l| *l == 1),
+        "broker 1 leads every partition now: {after:?}"
+    );
+    writer.await.unwrap();
+    let total = (30 * per_batch) as i64 * partitions as i64;
+    wait_until_complete(&target, &remote, total).await;
+    mirror.stop().await.unwrap();
+    let duplicates = check_numbered(&target, &remote, partitions, 30 * per_batch).await;
+    println!("leader change: leaders {before:?} -> {after:?}, {total} records, 0 lost, {duplicates} duplicated");
+    drop(second);
+}
