@@ -5,13 +5,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strait_client::{ClientConfig, KafkaClient, NewTopic};
-use strait_config::{AutoOffsetReset, FlowConfig, IsolationLevel, OffsetSyncsTopicLocation};
+use strait_client::{KafkaClient, NewTopic};
+use strait_config::{AutoOffsetReset, ClientRole, FlowConfig, IsolationLevel, OffsetSyncsTopicLocation};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::acls::acl_sync_loop;
 use crate::checkpoints::checkpoint_loop;
+use crate::clients::client_config;
 use crate::configs::{config_sync_loop, creation_configs};
 use crate::heartbeats::heartbeat_loop;
 use crate::partition::{mirror_partition, OffsetReset, PartitionContext, PartitionRoute};
@@ -61,10 +62,8 @@ pub fn run_flow(flow: FlowConfig) -> FlowHandle {
     FlowHandle { stats, shutdown, task }
 }
 
-async fn connect(cluster: &strait_config::ClusterClientConfig) -> Result<KafkaClient, MirrorError> {
-    let mut config = ClientConfig::new(&cluster.bootstrap_servers.join(","));
-    config.connection.client_id = format!("strait-{}", cluster.alias);
-    KafkaClient::connect(config)
+async fn connect(cluster: &strait_config::ClusterClientConfig, role: ClientRole) -> Result<KafkaClient, MirrorError> {
+    KafkaClient::connect(client_config(cluster, role)?)
         .await
         .map_err(|source| MirrorError::Client {
             cluster: cluster.alias.clone(),
@@ -73,7 +72,7 @@ async fn connect(cluster: &strait_config::ClusterClientConfig) -> Result<KafkaCl
 }
 
 async fn flow_loop(flow: FlowConfig, stats: Arc<Stats>, shutdown: watch::Receiver<bool>) -> Result<(), MirrorError> {
-    let target = connect(&flow.target).await?;
+    let target = connect(&flow.target, ClientRole::Producer).await?;
     let heartbeats = tokio::spawn(heartbeat_loop(flow.clone(), target.clone(), shutdown.clone()));
     let result = if flow.enabled {
         data_loop(flow, target, stats, shutdown).await
@@ -92,7 +91,7 @@ async fn data_loop(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
     let name = flow.name();
-    let source = connect(&flow.source).await?;
+    let source = connect(&flow.source, ClientRole::Consumer).await?;
     let target_brokers = target
         .metadata(Some(&[]))
         .await

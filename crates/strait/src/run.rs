@@ -82,14 +82,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         }
     }
     tracing::info!("shutting down: draining batches in flight and storing progress");
-    let mut failed = false;
+    let mut errors = Vec::new();
     for handle in handles {
         if let Err(error) = handle.stop().await {
             tracing::error!(%error, "flow ended with an error");
-            failed = true;
+            errors.push(error.to_string());
         }
     }
-    anyhow::ensure!(!failed, "some partitions stopped with errors (see the log above)");
+    // The errors again, last, so that the exit message alone says which cluster failed and why.
+    anyhow::ensure!(
+        errors.is_empty(),
+        "some partitions stopped with errors (see the log above): {}",
+        errors.join("; ")
+    );
     Ok(())
 }
 
