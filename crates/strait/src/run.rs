@@ -86,7 +86,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     for handle in handles {
         if let Err(error) = handle.stop().await {
             tracing::error!(%error, "flow ended with an error");
-            errors.push(error.to_string());
+            let error = error.to_string();
+            // Both flows of a pair fail alike when one cluster refuses us: say it once.
+            if !errors.contains(&error) {
+                errors.push(error);
+            }
         }
     }
     // The errors again, last, so that the exit message alone says which cluster failed and why.
