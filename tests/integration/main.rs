@@ -6,4 +6,5 @@ mod client;
 mod checkpoints;
 mod faults;
 mod mirror;
+mod security;
 mod topology;

@@ -17,7 +17,7 @@ mod dist;
 mod error;
 mod guard;
 
-pub use cluster::{ClusterOptions, KafkaCluster};
+pub use cluster::{ClusterOptions, KafkaCluster, SecureListeners};
 pub use dist::{kafka_version, KafkaDist};
 pub use error::Error;
 
