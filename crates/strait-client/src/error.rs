@@ -243,4 +243,23 @@ mod tests {
         );
         assert!(!err.is_retriable());
     }
+
+    #[test]
+    fn authentication_failures_name_broker_user_code_and_what_to_check() {
+        let err = Error::Authentication(Box::new(AuthenticationFailure {
+            broker: "b1:9093".into(),
+            mechanism: "SCRAM-SHA-512",
+            username: "mirror".into(),
+            code: KafkaCode::from_code(58).unwrap(),
+            message: Some("Authentication failed".into()),
+            hint: "check sasl.jaas.config",
+        }));
+        assert_eq!(
+            err.to_string(),
+            "SASL SCRAM-SHA-512 authentication of user `mirror` at broker b1:9093 failed: \
+             SASL_AUTHENTICATION_FAILED (58): Authentication failed; check sasl.jaas.config"
+        );
+        assert_eq!(err.kafka_code().unwrap().name(), "SASL_AUTHENTICATION_FAILED");
+        assert!(!err.is_retriable());
+    }
 }
