@@ -197,7 +197,9 @@ impl KafkaClient {
                 }
                 // Wrong credentials, an untrusted certificate or bad settings fail the same way
                 // at every broker: say so instead of "none answered".
-                Err(error) if !error.is_retriable() => return Err(error),
+                Err(error @ (Error::Authentication(_) | Error::Tls { .. } | Error::Config { .. })) => {
+                    return Err(error)
+                }
                 Err(error) => {
                     tracing::debug!(%address, %error, "broker not reachable");
                     last_error = Some(error);
