@@ -194,6 +194,19 @@ async fn unsupported_settings_stop_the_mirror_naming_cluster_and_key() {
         output.contains("source cluster: sasl.mechanism: GSSAPI is not supported"),
         "{output}"
     );
+    // check-config reads the security settings as run does, so it refuses them too.
+    let config = std::env::temp_dir().join(format!("{}.properties", unique("check")));
+    std::fs::write(&config, &properties).unwrap();
+    let output = Command::new(strait_binary())
+        .arg("check-config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&config);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("source cluster: sasl.mechanism: GSSAPI"), "{stderr}");
+    assert!(!stderr.contains(&target_tls.password), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

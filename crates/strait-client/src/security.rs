@@ -265,19 +265,15 @@ fn sasl_config<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<SaslConfig>
 }
 
 /// The hint for stores that are not PEM.
-fn convert_hint(key: &str, store: &str) -> String {
+fn convert_hint(store: &str) -> &'static str {
     if store == "truststore" {
-        format!(
-            "{key}: Strait reads PEM trust stores only; set ssl.truststore.type=PEM and export the CA \
+        "Strait reads PEM trust stores only; set ssl.truststore.type=PEM and export the CA \
              certificates, e.g. `keytool -exportcert -rfc -keystore truststore.jks -alias CARoot -file ca.pem` \
              or `openssl pkcs12 -in truststore.p12 -nokeys -out ca.pem`"
-        )
     } else {
-        format!(
-            "{key}: Strait reads PEM key stores only; set ssl.keystore.type=PEM and convert, e.g. \
+        "Strait reads PEM key stores only; set ssl.keystore.type=PEM and convert, e.g. \
              `keytool -importkeystore -srckeystore keystore.jks -destkeystore keystore.p12 -deststoretype PKCS12` \
              then `openssl pkcs12 -in keystore.p12 -nodes -out keystore.pem` (private key and certificate chain)"
-        )
     }
 }
 
@@ -289,7 +285,7 @@ fn require_pem<'a>(get: &impl Fn(&str) -> Option<&'a str>, key: &str, store: &st
     } else {
         Err(Error::Config {
             key: key.into(),
-            message: format!("is {kind}, {}", convert_hint(key, store)),
+            message: format!("is {kind}; {}", convert_hint(store)),
         })
     }
 }
