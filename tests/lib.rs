@@ -32,8 +32,13 @@ pub fn clusters() -> &'static Clusters {
             .try_init();
     }
     CLUSTERS.get_or_init(|| {
-        // The log cleaner wakes up often so that compaction tests need not wait 15 s.
-        let options = |name| strait_testkit::ClusterOptions::new(name).property("log.cleaner.backoff.ms", "300");
+        // The log cleaner wakes up often so that compaction tests need not wait 15 s. Secure
+        // listeners (SASL_SSL, SSL, SASL_PLAINTEXT) sit beside PLAINTEXT for the security tests.
+        let options = |name| {
+            strait_testkit::ClusterOptions::new(name)
+                .property("log.cleaner.backoff.ms", "300")
+                .secure()
+        };
         let source = std::thread::spawn(move || KafkaCluster::start_with(options("source")));
         let target =
             KafkaCluster::start_with(options("target")).unwrap_or_else(|e| panic!("starting the target cluster: {e}"));

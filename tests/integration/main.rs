@@ -7,4 +7,5 @@ mod checkpoints;
 mod faults;
 mod mirror;
 mod operations;
+mod security;
 mod topology;

@@ -1,4 +1,5 @@
-//! One TCP connection to one broker: framing, pipelining by correlation id, version negotiation.
+//! One TCP connection to one broker: TLS and SASL when configured, framing, pipelining by
+//! correlation id, version negotiation.
 
 use std::collections::HashMap;
 use std::io::IoSlice;
@@ -7,15 +8,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes, VersionRange};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::sasl::{client_nonce, plain_message, ScramClient};
+use crate::security::{tls_error, SaslConfig, SaslMechanism, Security, TlsConfig};
 use crate::versions::client_versions;
-use crate::{Error, Result};
+use crate::{AuthenticationFailure, Error, KafkaCode, Result};
 
 /// The largest response frame we accept; larger sizes mean a broken stream.
 const MAX_FRAME: usize = 256 * 1024 * 1024;
@@ -29,8 +34,10 @@ pub struct ConnectionConfig {
     pub client_id: String,
     /// How long a request may wait for its response (`request.timeout.ms`).
     pub request_timeout: Duration,
-    /// How long connecting may take.
+    /// How long connecting may take (TCP, and the TLS handshake again as long).
     pub connect_timeout: Duration,
+    /// TLS and SASL (`security.protocol` and the `ssl.*`/`sasl.*` keys).
+    pub security: Security,
 }
 
 impl Default for ConnectionConfig {
@@ -39,6 +46,7 @@ impl Default for ConnectionConfig {
             client_id: "strait".into(),
             request_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
+            security: Security::default(),
         }
     }
 }
@@ -82,7 +90,8 @@ impl std::fmt::Debug for BrokerConnection {
 }
 
 impl BrokerConnection {
-    /// Connects to `broker` (`host:port`) and negotiates API versions.
+    /// Connects to `broker` (`host:port`), does the TLS handshake if configured, negotiates API
+    /// versions and authenticates with SASL if configured (the order of Kafka's Java client).
     pub async fn connect(broker: &str, config: ConnectionConfig) -> Result<BrokerConnection> {
         let io_error = |source: std::io::Error| Error::Io {
             broker: broker.into(),
@@ -96,7 +105,8 @@ impl BrokerConnection {
             })?
             .map_err(io_error)?;
         stream.set_nodelay(true).map_err(io_error)?;
-        let (read, write) = stream.into_split();
+        let tls = config.security.tls.clone();
+        let sasl = config.security.sasl.clone();
         let (writer, requests) = mpsc::channel(QUEUE);
         let connection = BrokerConnection {
             shared: Arc::new(Shared {
@@ -111,20 +121,137 @@ impl BrokerConnection {
                 versions: std::sync::OnceLock::new(),
             }),
         };
-        let reader = tokio::spawn(read_loop(Arc::downgrade(&connection.shared), read));
-        tokio::spawn(write_loop(
-            Arc::downgrade(&connection.shared),
-            write,
-            requests,
-            reader.abort_handle(),
-        ));
+        match tls {
+            None => {
+                let (read, write) = stream.into_split();
+                connection.start_io(read, write, requests);
+            }
+            Some(tls) => {
+                let stream = connection.tls_handshake(&tls, stream).await?;
+                let (read, write) = tokio::io::split(stream);
+                connection.start_io(read, write, requests);
+            }
+        }
         let versions = connection.api_versions().await?;
         connection
             .shared
             .versions
             .set(versions)
             .expect("versions are negotiated once");
+        if let Some(sasl) = sasl {
+            connection.authenticate(&sasl).await?;
+        }
         Ok(connection)
+    }
+
+    /// Spawns the reader and writer tasks on the two halves of the stream.
+    fn start_io<R, W>(&self, read: R, write: W, requests: mpsc::Receiver<Vec<Bytes>>)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let reader = tokio::spawn(read_loop(Arc::downgrade(&self.shared), read));
+        tokio::spawn(write_loop(
+            Arc::downgrade(&self.shared),
+            write,
+            requests,
+            reader.abort_handle(),
+        ));
+    }
+
+    async fn tls_handshake(
+        &self,
+        tls: &TlsConfig,
+        stream: TcpStream,
+    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>> {
+        let broker = &self.shared.broker;
+        let timeout = self.shared.config.connect_timeout;
+        let connector = tokio_rustls::TlsConnector::from(tls.rustls().clone());
+        let server_name = TlsConfig::server_name(broker)?;
+        tokio::time::timeout(timeout, connector.connect(server_name, stream))
+            .await
+            .map_err(|_| Error::Timeout {
+                what: format!("the TLS handshake with {broker}"),
+                after_ms: timeout.as_millis() as u64,
+            })?
+            .map_err(|e| tls_error(broker, e))
+    }
+
+    /// SaslHandshake v1, then the mechanism's messages in SaslAuthenticate requests (KIP-152).
+    async fn authenticate(&self, sasl: &SaslConfig) -> Result<()> {
+        let broker = &self.shared.broker;
+        let mechanism = sasl.mechanism.name();
+        let failed = |code: i16, message: Option<String>, hint: &'static str| {
+            Error::Authentication(Box::new(AuthenticationFailure {
+                broker: broker.clone(),
+                mechanism,
+                username: sasl.username.clone(),
+                code: KafkaCode::from_code(code).unwrap_or(KafkaCode::from_code(-1).expect("-1 is an error code")),
+                message,
+                hint,
+            }))
+        };
+        const SASL_AUTHENTICATION_FAILED: i16 = 58;
+        const CHECK_CREDENTIALS: &str =
+            "check the username and password in sasl.jaas.config, and that the user exists for sasl.mechanism";
+
+        self.version(ApiKey::SaslHandshake)?;
+        let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism));
+        let response: SaslHandshakeResponse = self.send_version(&request, 1).await?;
+        if response.error_code != 0 {
+            let enabled: Vec<&str> = response.mechanisms.iter().map(|m| m.as_str()).collect();
+            return Err(failed(
+                response.error_code,
+                Some(format!("the listener enables {enabled:?}")),
+                "check sasl.mechanism and security.protocol against the broker's listener",
+            ));
+        }
+        let version = self.version(ApiKey::SaslAuthenticate)?;
+        match sasl.mechanism {
+            SaslMechanism::Plain => {
+                self.sasl_round(plain_message(&sasl.username, &sasl.password), version, &failed)
+                    .await?;
+            }
+            SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
+                let nonce =
+                    client_nonce().map_err(|m| failed(SASL_AUTHENTICATION_FAILED, Some(m), CHECK_CREDENTIALS))?;
+                let mut scram =
+                    ScramClient::new(sasl.mechanism, &sasl.username, &sasl.password, &sasl.extensions, nonce);
+                let server_first = self.sasl_round(scram.client_first(), version, &failed).await?;
+                let client_final = scram
+                    .client_final(&server_first)
+                    .map_err(|m| failed(SASL_AUTHENTICATION_FAILED, Some(m), CHECK_CREDENTIALS))?;
+                let server_final = self.sasl_round(client_final, version, &failed).await?;
+                scram.verify_server_final(&server_final).map_err(|m| {
+                    failed(
+                        SASL_AUTHENTICATION_FAILED,
+                        Some(m),
+                        "the broker is not who it claims to be, or the credentials differ",
+                    )
+                })?;
+            }
+        }
+        tracing::debug!(%broker, mechanism, user = %sasl.username, "authenticated");
+        Ok(())
+    }
+
+    /// One SaslAuthenticate round trip; the broker's error becomes [`Error::Authentication`].
+    async fn sasl_round(
+        &self,
+        message: Vec<u8>,
+        version: i16,
+        failed: &impl Fn(i16, Option<String>, &'static str) -> Error,
+    ) -> Result<Bytes> {
+        let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(message));
+        let response: SaslAuthenticateResponse = self.send_version(&request, version).await?;
+        if response.error_code != 0 {
+            return Err(failed(
+                response.error_code,
+                response.error_message.map(|m| m.to_string()),
+                "check the username and password in sasl.jaas.config, and that the user exists for sasl.mechanism",
+            ));
+        }
+        Ok(response.auth_bytes)
     }
 
     /// The broker address this connection talks to.
@@ -334,14 +461,19 @@ impl Shared {
     }
 }
 
-async fn write_loop(
+async fn write_loop<W: AsyncWrite + Unpin>(
     shared: std::sync::Weak<Shared>,
-    mut socket: OwnedWriteHalf,
+    mut socket: W,
     mut requests: mpsc::Receiver<Vec<Bytes>>,
     reader: tokio::task::AbortHandle,
 ) {
     while let Some(mut frame) = requests.recv().await {
-        if let Err(source) = write_all_vectored(&mut socket, &mut frame).await {
+        // TLS buffers what it encrypts: flush so that every request reaches the broker now.
+        let written = match write_all_vectored(&mut socket, &mut frame).await {
+            Ok(()) => socket.flush().await,
+            Err(error) => Err(error),
+        };
+        if let Err(source) = written {
             if let Some(shared) = shared.upgrade() {
                 let broker = shared.broker.clone();
                 shared.poison(Error::Io {
@@ -357,7 +489,7 @@ async fn write_loop(
     let _ = socket.shutdown().await;
 }
 
-async fn write_all_vectored(socket: &mut OwnedWriteHalf, parts: &mut [Bytes]) -> std::io::Result<()> {
+async fn write_all_vectored<W: AsyncWrite + Unpin>(socket: &mut W, parts: &mut [Bytes]) -> std::io::Result<()> {
     let mut first = 0;
     while first < parts.len() {
         let slices: Vec<IoSlice<'_>> = parts[first..].iter().map(|p| IoSlice::new(p)).collect();
@@ -381,7 +513,7 @@ async fn write_all_vectored(socket: &mut OwnedWriteHalf, parts: &mut [Bytes]) ->
     Ok(())
 }
 
-async fn read_loop(shared: std::sync::Weak<Shared>, mut socket: OwnedReadHalf) {
+async fn read_loop<R: AsyncRead + Unpin>(shared: std::sync::Weak<Shared>, mut socket: R) {
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     let error = loop {
         match read_frame(&mut socket, &mut buffer).await {
@@ -429,7 +561,10 @@ enum FrameError {
 
 /// Reads one size-prefixed frame. Bytes past the frame stay in `buffer` for the next call;
 /// the frame itself is split off without copying.
-async fn read_frame(socket: &mut OwnedReadHalf, buffer: &mut BytesMut) -> std::result::Result<Bytes, FrameError> {
+async fn read_frame<R: AsyncRead + Unpin>(
+    socket: &mut R,
+    buffer: &mut BytesMut,
+) -> std::result::Result<Bytes, FrameError> {
     fill(socket, buffer, 4).await?;
     let size = i32::from_be_bytes(buffer[..4].try_into().expect("4 bytes"));
     if size < 0 || size as usize > MAX_FRAME {
@@ -440,7 +575,11 @@ async fn read_frame(socket: &mut OwnedReadHalf, buffer: &mut BytesMut) -> std::r
     Ok(buffer.split_to(size as usize).freeze())
 }
 
-async fn fill(socket: &mut OwnedReadHalf, buffer: &mut BytesMut, wanted: usize) -> std::result::Result<(), FrameError> {
+async fn fill<R: AsyncRead + Unpin>(
+    socket: &mut R,
+    buffer: &mut BytesMut,
+    wanted: usize,
+) -> std::result::Result<(), FrameError> {
     while buffer.len() < wanted {
         buffer.reserve((wanted - buffer.len()).max(64 * 1024));
         let read = socket.read_buf(buffer).await.map_err(FrameError::Io)?;

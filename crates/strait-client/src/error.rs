@@ -120,6 +120,62 @@ pub enum Error {
     /// None of the bootstrap servers could be reached or the cluster has no such broker.
     #[error("{0}")]
     NoBroker(String),
+    /// A client setting (`security.protocol`, `ssl.*`, `sasl.*`) is invalid or asks for
+    /// something Strait does not support. The message never quotes secret values.
+    #[error("{key}: {message}")]
+    Config {
+        /// The Kafka client key, e.g. `sasl.mechanism`.
+        key: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// The TLS handshake with a broker failed (untrusted or misnamed certificate, refused
+    /// client certificate, not a TLS listener).
+    #[error("TLS handshake with broker {broker} failed: {message}; {hint}")]
+    Tls {
+        /// The broker address.
+        broker: String,
+        /// What rustls reported.
+        message: String,
+        /// What to check.
+        hint: &'static str,
+    },
+    /// The broker refused SASL authentication (e.g. SASL_AUTHENTICATION_FAILED for a wrong
+    /// password, UNSUPPORTED_SASL_MECHANISM), or the server's SCRAM messages were wrong.
+    /// Boxed: it is rare and large, and every `Result` of this crate carries `Error`.
+    #[error("{0}")]
+    Authentication(Box<AuthenticationFailure>),
+}
+
+/// Why SASL authentication with a broker failed: [`Error::Authentication`].
+#[derive(Debug, Clone)]
+pub struct AuthenticationFailure {
+    /// The broker address.
+    pub broker: String,
+    /// The SASL mechanism, e.g. `SCRAM-SHA-512`.
+    pub mechanism: &'static str,
+    /// The user name (never the password).
+    pub username: String,
+    /// The Kafka error code.
+    pub code: KafkaCode,
+    /// The broker's (or our SCRAM check's) message.
+    pub message: Option<String>,
+    /// What to check.
+    pub hint: &'static str,
+}
+
+impl fmt::Display for AuthenticationFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "SASL {} authentication of user `{}` at broker {} failed: {}",
+            self.mechanism, self.username, self.broker, self.code
+        )?;
+        if let Some(message) = &self.message {
+            write!(f, ": {message}")?;
+        }
+        write!(f, "; {}", self.hint)
+    }
 }
 
 impl Error {
@@ -127,6 +183,7 @@ impl Error {
     pub fn kafka_code(&self) -> Option<KafkaCode> {
         match self {
             Error::Kafka { code, .. } => Some(*code),
+            Error::Authentication(failure) => Some(failure.code),
             _ => None,
         }
     }
@@ -136,7 +193,12 @@ impl Error {
         match self {
             Error::Kafka { code, .. } => code.is_retriable(),
             Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Timeout { .. } | Error::NoBroker(_) => true,
-            Error::FrameSize { .. } | Error::Protocol { .. } | Error::NoCommonVersion { .. } => false,
+            Error::FrameSize { .. }
+            | Error::Protocol { .. }
+            | Error::NoCommonVersion { .. }
+            | Error::Config { .. }
+            | Error::Tls { .. }
+            | Error::Authentication(_) => false,
         }
     }
 
@@ -179,6 +241,25 @@ mod tests {
             err.to_string(),
             "CreateTopics orders: TOPIC_ALREADY_EXISTS (36): Topic 'orders' already exists."
         );
+        assert!(!err.is_retriable());
+    }
+
+    #[test]
+    fn authentication_failures_name_broker_user_code_and_what_to_check() {
+        let err = Error::Authentication(Box::new(AuthenticationFailure {
+            broker: "b1:9093".into(),
+            mechanism: "SCRAM-SHA-512",
+            username: "mirror".into(),
+            code: KafkaCode::from_code(58).unwrap(),
+            message: Some("Authentication failed".into()),
+            hint: "check sasl.jaas.config",
+        }));
+        assert_eq!(
+            err.to_string(),
+            "SASL SCRAM-SHA-512 authentication of user `mirror` at broker b1:9093 failed: \
+             SASL_AUTHENTICATION_FAILED (58): Authentication failed; check sasl.jaas.config"
+        );
+        assert_eq!(err.kafka_code().unwrap().name(), "SASL_AUTHENTICATION_FAILED");
         assert!(!err.is_retriable());
     }
 }

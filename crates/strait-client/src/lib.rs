@@ -7,6 +7,9 @@
 //! `kafka-protocol` crate; Produce is encoded by hand ([`encode_produce_request`]) so that record
 //! batches go from the fetch response to the socket without being copied.
 //!
+//! Connections may use TLS (rustls) and SASL PLAIN or SCRAM, configured with the Java client's
+//! keys through [`Security::from_properties`].
+//!
 //! Protocol guide: <https://kafka.apache.org/protocol>.
 
 mod acls;
@@ -15,7 +18,11 @@ mod configs;
 mod connection;
 mod error;
 mod groups;
+mod jaas;
+mod pem;
 mod produce;
+mod sasl;
+mod security;
 mod versions;
 
 pub use acls::{
@@ -27,10 +34,11 @@ pub use client::{
 };
 pub use configs::{AlterConfigOp, ConfigEntry, ConfigSource};
 pub use connection::{decode_response, BrokerConnection, ConnectionConfig, PendingResponse};
-pub use error::{Error, KafkaCode};
+pub use error::{AuthenticationFailure, Error, KafkaCode};
 pub use groups::{CommittedOffset, GroupDescription, ListedGroup};
 pub use kafka_protocol;
 pub use produce::{encode_produce_request, PartitionRecords, TopicRecords};
+pub use security::{SaslConfig, SaslMechanism, Secret, Security, TlsConfig};
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

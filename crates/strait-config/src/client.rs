@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::keys::java_list;
+use crate::keys::{is_secret, java_list};
 
 /// Where an effective value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,7 +181,7 @@ pub(crate) fn parse_bootstrap_servers(value: &str) -> Option<Vec<String>> {
 ///
 /// Build clients from the role views: a role may override `bootstrap.servers` or
 /// `security.protocol`, which the cluster-level fields below do not show.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClusterClientConfig {
     /// The cluster alias.
     pub alias: String,
@@ -193,6 +193,44 @@ pub struct ClusterClientConfig {
     /// The other cluster-level connection settings (`ssl.*`, `sasl.*`), by key.
     pub props: BTreeMap<String, Setting>,
     roles: [BTreeMap<String, Setting>; 3],
+}
+
+/// Settings with secret values (passwords, `sasl.jaas.config`, `ssl.keystore.key`) hidden.
+struct Redacted<'a>(&'a BTreeMap<String, Setting>);
+
+impl fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hidden = Setting {
+            value: "[hidden]".into(),
+            origin: Origin::Default,
+        };
+        f.debug_map()
+            .entries(self.0.iter().map(|(key, setting)| {
+                let shown = if is_secret(key) {
+                    Setting {
+                        origin: setting.origin.clone(),
+                        ..hidden.clone()
+                    }
+                } else {
+                    setting.clone()
+                };
+                (key, shown)
+            }))
+            .finish()
+    }
+}
+
+// By hand, so that `{:?}` of a configuration never prints a password.
+impl fmt::Debug for ClusterClientConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClusterClientConfig")
+            .field("alias", &self.alias)
+            .field("bootstrap_servers", &self.bootstrap_servers)
+            .field("security_protocol", &self.security_protocol)
+            .field("props", &Redacted(&self.props))
+            .field("roles", &self.roles.iter().map(Redacted).collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl ClusterClientConfig {
@@ -275,6 +313,31 @@ mod tests {
         assert_eq!(SecurityProtocol::parse("SSL"), Some(SecurityProtocol::Ssl));
         assert_eq!(SecurityProtocol::parse("TLS"), None);
         assert_eq!(SecurityProtocol::SaslPlaintext.as_str(), "SASL_PLAINTEXT");
+    }
+
+    #[test]
+    fn debug_hides_secrets() {
+        let setting = |value: &str| Setting {
+            value: value.into(),
+            origin: Origin::Default,
+        };
+        let connection: BTreeMap<String, Setting> = [
+            (
+                "sasl.jaas.config".to_string(),
+                setting("x required password=\"hunter2\";"),
+            ),
+            ("ssl.key.password".to_string(), setting("hunter3")),
+            ("sasl.mechanism".to_string(), setting("PLAIN")),
+        ]
+        .into();
+        let config = ClusterClientConfig::new(
+            "A",
+            &connection,
+            [connection.clone(), connection.clone(), connection.clone()],
+        );
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("hunter"), "{debug}");
+        assert!(debug.contains("PLAIN") && debug.contains("[hidden]"), "{debug}");
     }
 
     #[test]

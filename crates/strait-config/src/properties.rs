@@ -74,11 +74,18 @@ impl Properties {
                 logical.push_str(continued.trim_start_matches(is_blank));
             }
             let (key, value) = split_key_value(&logical);
-            props.insert(Property {
-                key: unescape(key, line)?,
-                value: unescape(value, line)?,
-                line,
-            });
+            let key = unescape(key, line)?;
+            // A password with a broken escape must not be echoed in the error.
+            let value = unescape(value, line).map_err(|error| match error {
+                ConfigError::MalformedEscape { line, .. } if crate::keys::is_secret_key(&key) => {
+                    ConfigError::MalformedEscape {
+                        line,
+                        text: format!("{key} = [hidden]"),
+                    }
+                }
+                other => other,
+            })?;
+            props.insert(Property { key, value, line });
         }
         Ok(props)
     }
@@ -316,6 +323,13 @@ mod tests {
             let err = Properties::parse(text).unwrap_err();
             assert!(matches!(err, ConfigError::MalformedEscape { line: 3, .. }), "{err:?}");
         }
+        let err = Properties::parse("A.ssl.key.password = hunter\\u12")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("A.ssl.key.password = [hidden]") && !err.contains("hunter"),
+            "{err}"
+        );
         assert_eq!(
             Properties::parse("a\\u12=1").unwrap_err().to_string(),
             "line 1: malformed \\uXXXX escape in `a\\u12`; write exactly four hex digits after \\u (a surrogate pair needs two escapes)"

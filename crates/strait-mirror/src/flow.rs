@@ -5,13 +5,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strait_client::{ClientConfig, ClusterMetadata, KafkaClient, NewTopic, TopicMetadata};
-use strait_config::{AutoOffsetReset, FlowConfig, IsolationLevel, OffsetSyncsTopicLocation};
+use strait_client::{ClusterMetadata, KafkaClient, NewTopic, TopicMetadata};
+use strait_config::{AutoOffsetReset, ClientRole, FlowConfig, IsolationLevel, OffsetSyncsTopicLocation};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::acls::acl_sync_loop;
 use crate::checkpoints::checkpoint_loop;
+use crate::clients::client_config;
 use crate::configs::{config_sync_loop, creation_configs};
 use crate::heartbeats::heartbeat_loop;
 use crate::partition::{mirror_partition, OffsetReset, PartitionContext, PartitionRoute};
@@ -73,10 +74,11 @@ pub fn run_flow(flow: FlowConfig) -> FlowHandle {
     FlowHandle { stats, shutdown, task }
 }
 
-pub(crate) async fn connect(cluster: &strait_config::ClusterClientConfig) -> Result<KafkaClient, MirrorError> {
-    let mut config = ClientConfig::new(&cluster.bootstrap_servers.join(","));
-    config.connection.client_id = format!("strait-{}", cluster.alias);
-    KafkaClient::connect(config)
+pub(crate) async fn connect(
+    cluster: &strait_config::ClusterClientConfig,
+    role: ClientRole,
+) -> Result<KafkaClient, MirrorError> {
+    KafkaClient::connect(client_config(cluster, role)?)
         .await
         .map_err(|source| MirrorError::Client {
             cluster: cluster.alias.clone(),
@@ -120,7 +122,11 @@ async fn flow_loop(
     stats: Arc<Stats>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
-    let Some(target) = start_up(&flow, &stats, &mut shutdown, || connect(&flow.target)).await? else {
+    let Some(target) = start_up(&flow, &stats, &mut shutdown, || {
+        connect(&flow.target, ClientRole::Producer)
+    })
+    .await?
+    else {
         return Ok(());
     };
     let heartbeats = tokio::spawn(heartbeat_loop(flow.clone(), target.clone(), shutdown.clone()));
@@ -144,7 +150,7 @@ struct Setup {
 }
 
 async fn set_up(flow: &FlowConfig, target: &KafkaClient) -> Result<Setup, MirrorError> {
-    let source = connect(&flow.source).await?;
+    let source = connect(&flow.source, ClientRole::Consumer).await?;
     let target_brokers = target
         .metadata(Some(&[]))
         .await

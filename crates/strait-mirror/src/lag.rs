@@ -3,7 +3,7 @@
 //! consumer-groups tool computes a group's lag.
 
 use strait_client::{KafkaClient, OffsetSpec};
-use strait_config::{AutoOffsetReset, FlowConfig};
+use strait_config::{AutoOffsetReset, ClientRole, FlowConfig};
 use strait_wire::Heartbeat;
 
 use crate::flow::{connect, replicated_topics};
@@ -25,8 +25,8 @@ pub struct FlowReport {
 
 /// Reads [`FlowReport`] from the clusters.
 pub async fn read_flow_report(flow: &FlowConfig) -> Result<FlowReport, MirrorError> {
-    let source = connect(&flow.source).await?;
-    let target = connect(&flow.target).await?;
+    let source = connect(&flow.source, ClientRole::Admin).await?;
+    let target = connect(&flow.target, ClientRole::Admin).await?;
     let progress = ProgressStore::read(&target, &flow.source.alias).await?;
     let lag = read_lag_with(flow, &source, progress.as_ref()).await?;
     let last_heartbeat_ms = last_heartbeat(flow, &target).await?;
@@ -59,8 +59,8 @@ async fn last_heartbeat(flow: &FlowConfig, target: &KafkaClient) -> Result<Optio
 /// A partition with no stored position yet counts from where the mirror would start
 /// (`auto.offset.reset`). `seconds` is not known from the clusters and left `None`.
 pub async fn read_lag(flow: &FlowConfig) -> Result<Vec<PartitionLag>, MirrorError> {
-    let source = connect(&flow.source).await?;
-    let target = connect(&flow.target).await?;
+    let source = connect(&flow.source, ClientRole::Admin).await?;
+    let target = connect(&flow.target, ClientRole::Admin).await?;
     let progress = ProgressStore::read(&target, &flow.source.alias).await?;
     read_lag_with(flow, &source, progress.as_ref()).await
 }

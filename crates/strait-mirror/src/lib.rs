@@ -15,6 +15,7 @@
 
 mod acls;
 mod checkpoints;
+mod clients;
 mod configs;
 mod error;
 mod flow;
@@ -29,6 +30,7 @@ mod stats;
 mod syncs;
 
 pub use checkpoints::read_checkpoints;
+pub use clients::client_config;
 pub use error::MirrorError;
 pub use flow::{run_flow, FlowHandle};
 pub use lag::{read_flow_report, read_lag, FlowReport};

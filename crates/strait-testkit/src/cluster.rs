@@ -22,6 +22,8 @@ pub struct ClusterOptions {
     pub properties: Vec<(String, String)>,
     /// The broker's Java heap, e.g. `512m`.
     pub heap: String,
+    /// Whether to open secure listeners too (see [`ClusterOptions::secure`]).
+    pub secure: bool,
 }
 
 impl ClusterOptions {
@@ -31,7 +33,18 @@ impl ClusterOptions {
             name: name.into(),
             properties: Vec::new(),
             heap: "512m".into(),
+            secure: false,
         }
+    }
+
+    /// Opens three secure listeners beside PLAINTEXT (which inter-broker and controller traffic
+    /// and the Java tools keep using): `SASL_SSL` with SCRAM-SHA-256 and SCRAM-SHA-512, `SSL`
+    /// requiring a client certificate, and `SASL_PLAINTEXT` with PLAIN. The certificates (a CA,
+    /// the broker's for `localhost`, a client's) are made at start; one user exists for every
+    /// mechanism. See [`KafkaCluster::security`].
+    pub fn secure(mut self) -> Self {
+        self.secure = true;
+        self
     }
 
     /// Adds a `server.properties` entry.
@@ -51,6 +64,7 @@ pub struct KafkaCluster {
     port: u16,
     controller_port: u16,
     cluster_id: String,
+    security: Option<SecureListeners>,
     broker: Mutex<Option<Guarded>>,
     /// Removes the folder when the process ends; `None` only while a start is retried.
     janitor: Option<Guarded>,
@@ -77,15 +91,34 @@ impl KafkaCluster {
         // Free ports are found by binding and releasing them, so a process starting at the same
         // moment can take one first; the broker then fails to bind and we try other ports.
         let cluster_id = new_cluster_id();
+        let credentials = if options.secure {
+            write_certificates(&dir)?;
+            // Random, so that a password found in some output is known to be leaked from here.
+            Some(("strait".to_string(), format!("pw-{}", uuid::Uuid::new_v4().simple())))
+        } else {
+            None
+        };
         let mut attempt = 0;
         loop {
             let (port, controller_port) = (free_port()?, free_port()?);
+            let security = match &credentials {
+                Some((username, password)) => Some(SecureListeners {
+                    sasl_ssl: format!("localhost:{}", free_port()?),
+                    ssl: format!("localhost:{}", free_port()?),
+                    sasl_plaintext: format!("127.0.0.1:{}", free_port()?),
+                    ca_pem: dir.join(CA_PEM),
+                    client_pem: dir.join(CLIENT_PEM),
+                    username: username.clone(),
+                    password: password.clone(),
+                }),
+                None => None,
+            };
             write(
                 &dir.join("server.properties"),
-                &server_properties(&options, &dir, port, controller_port),
+                &server_properties(&options, &dir, port, controller_port, security.as_ref()),
             )?;
             if attempt == 0 {
-                format_storage(dist, &options.name, &dir, &cluster_id)?;
+                format_storage(dist, &options.name, &dir, &cluster_id, security.as_ref())?;
             }
             let cluster = KafkaCluster {
                 options: options.clone(),
@@ -93,6 +126,7 @@ impl KafkaCluster {
                 port,
                 controller_port,
                 cluster_id: cluster_id.clone(),
+                security,
                 broker: Mutex::new(None),
                 janitor: janitor.take(),
             };
@@ -124,6 +158,12 @@ impl KafkaCluster {
     /// `bootstrap.servers` for clients of this cluster.
     pub fn bootstrap_servers(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The secure listeners and credentials, for a cluster started with
+    /// [`ClusterOptions::secure`].
+    pub fn security(&self) -> Option<&SecureListeners> {
+        self.security.as_ref()
     }
 
     /// The broker's log file (`server.log` equivalent).
@@ -174,7 +214,7 @@ impl KafkaCluster {
         properties.extend(self.options.properties.iter().cloned());
         let text: String = properties.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
         write(&dir.join("server.properties"), &text)?;
-        format_storage(dist, &name, &dir, &self.cluster_id)?;
+        format_storage(dist, &name, &dir, &self.cluster_id, None)?;
         let options = ClusterOptions {
             name,
             ..self.options.clone()
@@ -216,7 +256,13 @@ impl Drop for KafkaCluster {
     }
 }
 
-fn server_properties(options: &ClusterOptions, dir: &Path, port: u16, controller_port: u16) -> String {
+fn server_properties(
+    options: &ClusterOptions,
+    dir: &Path,
+    port: u16,
+    controller_port: u16,
+    security: Option<&SecureListeners>,
+) -> String {
     let mut properties = vec![
         ("process.roles".to_string(), "broker,controller".to_string()),
         ("node.id".into(), "1".into()),
@@ -247,6 +293,15 @@ fn server_properties(options: &ClusterOptions, dir: &Path, port: u16, controller
         ("group.initial.rebalance.delay.ms".into(), "0".into()),
         ("log.flush.interval.messages".into(), "9223372036854775807".into()),
     ];
+    if let Some(security) = security {
+        // Listener lists gain the secure listeners; other keys are new.
+        for (key, value) in secure_properties(dir, security) {
+            match properties.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, existing)) => *existing = format!("{existing},{value}"),
+                None => properties.push((key, value)),
+            }
+        }
+    }
     properties.extend(options.properties.iter().cloned());
     properties.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
 }
@@ -337,16 +392,31 @@ fn new_cluster_id() -> String {
         .expect("an endless supply of ids")
 }
 
-fn format_storage(dist: &KafkaDist, cluster: &str, dir: &Path, cluster_id: &str) -> Result<()> {
-    let output = dist
-        .java("kafka.tools.StorageTool")
+fn format_storage(
+    dist: &KafkaDist,
+    cluster: &str,
+    dir: &Path,
+    cluster_id: &str,
+    security: Option<&SecureListeners>,
+) -> Result<()> {
+    let mut command = dist.java("kafka.tools.StorageTool");
+    command
         .args(["format", "-t", cluster_id, "-c"])
-        .arg(dir.join("server.properties"))
-        .output()
-        .map_err(|source| Error::Spawn {
-            program: "java".into(),
-            source,
-        })?;
+        .arg(dir.join("server.properties"));
+    if let Some(security) = security {
+        // SCRAM credentials live in the metadata log; writing them at format time means they
+        // exist before the first client connects.
+        for mechanism in ["SCRAM-SHA-256", "SCRAM-SHA-512"] {
+            command.arg("--add-scram").arg(format!(
+                "{mechanism}=[name={},password={}]",
+                security.username, security.password
+            ));
+        }
+    }
+    let output = command.output().map_err(|source| Error::Spawn {
+        program: "java".into(),
+        source,
+    })?;
     if output.status.success() {
         Ok(())
     } else {
@@ -416,4 +486,113 @@ mod tests {
         assert_eq!(base64url(&[0; 16]), "AAAAAAAAAAAAAAAAAAAAAA");
         assert_eq!(base64url(&[0xff; 16]), "_____________________w");
     }
+}
+
+/// The secure listeners of a cluster started with [`ClusterOptions::secure`].
+#[derive(Debug, Clone)]
+pub struct SecureListeners {
+    /// `localhost:port` of the `SASL_SSL` listener (SCRAM-SHA-256 and SCRAM-SHA-512).
+    pub sasl_ssl: String,
+    /// `localhost:port` of the `SSL` listener, which requires a client certificate.
+    pub ssl: String,
+    /// `127.0.0.1:port` of the `SASL_PLAINTEXT` listener (PLAIN).
+    pub sasl_plaintext: String,
+    /// PEM file with the CA certificate that signed the broker's and the client's certificates.
+    /// The broker's names only `localhost` (no IP address), so connecting to `127.0.0.1` with
+    /// host name verification fails.
+    pub ca_pem: PathBuf,
+    /// PEM file with a client private key and its certificate chain, for the `SSL` listener.
+    pub client_pem: PathBuf,
+    /// The user known to every SASL mechanism.
+    pub username: String,
+    /// Its password.
+    pub password: String,
+}
+
+const CA_PEM: &str = "ca.pem";
+const BROKER_PEM: &str = "broker.pem";
+const CLIENT_PEM: &str = "client.pem";
+
+/// Writes a CA, a broker key store for `localhost` and a client key store, all PEM (Kafka reads
+/// `ssl.keystore.type=PEM` with an unencrypted PKCS#8 key).
+fn write_certificates(dir: &Path) -> Result<()> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+    let failed = |e: rcgen::Error| Error::Io {
+        what: "generating test certificates for",
+        path: dir.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    };
+    let ca_key = KeyPair::generate().map_err(failed)?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(failed)?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, "Strait test CA");
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca_params.self_signed(&ca_key).map_err(failed)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf = |name: &str, sans: Vec<String>| -> Result<String> {
+        let key = KeyPair::generate().map_err(failed)?;
+        let mut params = CertificateParams::new(sans).map_err(failed)?;
+        params.distinguished_name.push(DnType::CommonName, name);
+        let cert = params.signed_by(&key, &issuer).map_err(failed)?;
+        Ok(format!("{}{}{}", key.serialize_pem(), cert.pem(), ca_cert.pem()))
+    };
+    write(&dir.join(CA_PEM), &ca_cert.pem())?;
+    write(&dir.join(BROKER_PEM), &leaf("localhost", vec!["localhost".into()])?)?;
+    write(&dir.join(CLIENT_PEM), &leaf("strait-client", Vec::new())?)?;
+    Ok(())
+}
+
+fn secure_properties(dir: &Path, security: &SecureListeners) -> Vec<(String, String)> {
+    let port = |address: &str| address.rsplit_once(':').map_or("0", |(_, p)| p).to_owned();
+    let (sasl_ssl, ssl, sasl_plaintext) = (
+        port(&security.sasl_ssl),
+        port(&security.ssl),
+        port(&security.sasl_plaintext),
+    );
+    let scram_jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;".to_string();
+    [
+        (
+            "listeners",
+            format!(
+                "SASL_SSL://127.0.0.1:{sasl_ssl},SSL://127.0.0.1:{ssl},SASL_PLAINTEXT://127.0.0.1:{sasl_plaintext}"
+            ),
+        ),
+        (
+            "advertised.listeners",
+            format!(
+                "SASL_SSL://{},SSL://{},SASL_PLAINTEXT://{}",
+                security.sasl_ssl, security.ssl, security.sasl_plaintext
+            ),
+        ),
+        (
+            "listener.security.protocol.map",
+            "SASL_SSL:SASL_SSL,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT".into(),
+        ),
+        ("ssl.keystore.type", "PEM".into()),
+        ("ssl.keystore.location", dir.join(BROKER_PEM).display().to_string()),
+        ("ssl.truststore.type", "PEM".into()),
+        ("ssl.truststore.location", dir.join(CA_PEM).display().to_string()),
+        ("listener.name.ssl.ssl.client.auth", "required".into()),
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN".into()),
+        (
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms",
+            "SCRAM-SHA-256,SCRAM-SHA-512".into(),
+        ),
+        (
+            "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config",
+            scram_jaas.clone(),
+        ),
+        ("listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config", scram_jaas),
+        ("listener.name.sasl_plaintext.sasl.enabled.mechanisms", "PLAIN".into()),
+        (
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+            format!(
+                "org.apache.kafka.common.security.plain.PlainLoginModule required user_{}=\"{}\";",
+                security.username, security.password
+            ),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }

@@ -3,7 +3,9 @@
 //! [`KafkaDist`] fetches the Kafka jars pinned in `kafka/pom.xml` from Maven Central into a
 //! cache folder, once. [`KafkaCluster`] starts a single-node KRaft cluster (one JVM acting as
 //! broker and controller) from those jars on free loopback ports in a temporary folder, waits
-//! until it answers, and stops it again.
+//! until it answers, and stops it again. With [`ClusterOptions::secure`] it also opens
+//! `SASL_SSL`, `SSL` and `SASL_PLAINTEXT` listeners with certificates made at start
+//! ([`SecureListeners`]).
 //!
 //! No JVM outlives the process that started it: every JVM runs under a small `bash` guard that
 //! kills it as soon as its standard input closes, which the kernel does when our process ends
@@ -17,7 +19,7 @@ mod dist;
 mod error;
 mod guard;
 
-pub use cluster::{ClusterOptions, KafkaBroker, KafkaCluster};
+pub use cluster::{ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
 pub use dist::{kafka_version, KafkaDist};
 pub use error::Error;
 

@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use strait_client::{ClientConfig, KafkaClient};
+use strait_client::KafkaClient;
+use strait_config::ClientRole;
+use strait_mirror::client_config;
 use strait_wire::Checkpoint;
 
 use crate::run::load;
@@ -38,7 +40,7 @@ async fn checkpoints(config: &PathBuf, group: Option<&str>) -> anyhow::Result<Ve
     let config = load(config)?;
     let mut all = Vec::new();
     for flow in config.enabled_flows() {
-        let target = KafkaClient::connect(ClientConfig::new(&flow.target.bootstrap_servers.join(","))).await?;
+        let target = KafkaClient::connect(client_config(&flow.target, ClientRole::Admin)?).await?;
         let topic = flow.checkpoints_topic();
         if target
             .metadata(Some(&[&topic]))

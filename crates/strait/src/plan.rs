@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use strait_client::{ClientConfig, KafkaClient};
+use strait_client::KafkaClient;
+use strait_config::ClientRole;
+use strait_mirror::client_config;
 
 use crate::run::load;
 
@@ -22,8 +24,8 @@ pub async fn run(args: PlanArgs) -> anyhow::Result<()> {
     let config = load(&args.config)?;
     let mut rows = Vec::new();
     for flow in config.enabled_flows() {
-        let source = KafkaClient::connect(ClientConfig::new(&flow.source.bootstrap_servers.join(","))).await?;
-        let target = KafkaClient::connect(ClientConfig::new(&flow.target.bootstrap_servers.join(","))).await?;
+        let source = KafkaClient::connect(client_config(&flow.source, ClientRole::Admin)?).await?;
+        let target = KafkaClient::connect(client_config(&flow.target, ClientRole::Admin)?).await?;
         let (source_topics, target_topics) = (source.metadata(None).await?.topics, target.metadata(None).await?.topics);
         for (topic, metadata) in &source_topics {
             let partitions = metadata.partitions.len();

@@ -48,6 +48,12 @@ pub fn load(path: &PathBuf) -> anyhow::Result<Mm2Config> {
 /// `strait check-config`.
 pub fn check_config(args: CheckConfigArgs) -> anyhow::Result<()> {
     let config = load(&args.config)?;
+    // Security settings are read as `run` reads them (stores and key files too), so that an
+    // unsupported mechanism or a JKS store shows up here rather than at start.
+    for flow in config.flows() {
+        strait_mirror::client_config(&flow.source, strait_config::ClientRole::Consumer)?;
+        strait_mirror::client_config(&flow.target, strait_config::ClientRole::Producer)?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&config.to_json())?);
     } else {
@@ -114,14 +120,23 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         eprintln!();
     }
     tracing::info!("shutting down: draining batches in flight and storing progress");
-    let mut failed = false;
+    let mut errors = Vec::new();
     for handle in handles {
         if let Err(error) = handle.stop().await {
             tracing::error!(%error, "flow ended with an error");
-            failed = true;
+            let error = error.to_string();
+            // Both flows of a pair fail alike when one cluster refuses us: say it once.
+            if !errors.contains(&error) {
+                errors.push(error);
+            }
         }
     }
-    anyhow::ensure!(!failed, "some partitions stopped with errors (see the log above)");
+    // The errors again, last, so that the exit message alone says which cluster failed and why.
+    anyhow::ensure!(
+        errors.is_empty(),
+        "some partitions stopped with errors (see the log above): {}",
+        errors.join("; ")
+    );
     Ok(())
 }
 

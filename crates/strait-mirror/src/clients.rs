@@ -1,0 +1,79 @@
+//! Kafka clients of a cluster, configured from its `mm2.properties` settings.
+
+use strait_client::{ClientConfig, Security};
+use strait_config::{ClientRole, ClusterClientConfig};
+
+use crate::MirrorError;
+
+/// The client configuration of `cluster` for `role`, as MM2 would give its Kafka client:
+/// `bootstrap.servers`, `security.protocol` and the `ssl.*`/`sasl.*` keys of that role's view
+/// (`<alias>.<role>.k` > `<alias>.k` > top-level `k`), and `client.id` `strait-<alias>`.
+///
+/// The mirror shares one client per cluster across roles, so it asks for the role the client
+/// mostly plays: [`ClientRole::Consumer`] on a source, [`ClientRole::Producer`] on a target.
+/// Files named by `ssl.*.location` are read here; a bad or unsupported setting is an error
+/// naming the cluster and the key (never a secret value).
+pub fn client_config(cluster: &ClusterClientConfig, role: ClientRole) -> Result<ClientConfig, MirrorError> {
+    let props = cluster.client_props(role);
+    let mut config = match props.get("bootstrap.servers") {
+        Some(servers) => ClientConfig::new(servers),
+        None => ClientConfig::new(&cluster.bootstrap_servers.join(",")),
+    };
+    config.connection.client_id = format!("strait-{}", cluster.alias);
+    config.connection.security = Security::from_properties(&props).map_err(|error| MirrorError::Client {
+        cluster: cluster.alias.clone(),
+        error,
+    })?;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn security_comes_from_the_role_view() {
+        let config = strait_config::Mm2Config::parse(
+            "clusters = A, B\n\
+             A.bootstrap.servers = a:9092\n\
+             B.bootstrap.servers = b:9093\n\
+             A->B.enabled = true\n\
+             A.security.protocol = SASL_PLAINTEXT\n\
+             A.sasl.mechanism = SCRAM-SHA-256\n\
+             A.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required username=\"u\" password=\"hunter2\";\n\
+             A.consumer.sasl.mechanism = SCRAM-SHA-512\n",
+        )
+        .unwrap();
+        let flow = config.flow("A", "B").unwrap();
+        let source = client_config(&flow.source, ClientRole::Consumer).unwrap();
+        assert_eq!(source.bootstrap_servers, vec!["a:9092"]);
+        assert_eq!(source.connection.client_id, "strait-A");
+        let sasl = source.connection.security.sasl.as_ref().unwrap();
+        assert_eq!(sasl.mechanism, strait_client::SaslMechanism::ScramSha512);
+        assert!(!format!("{source:?}").contains("hunter2"));
+        let admin = client_config(&flow.source, ClientRole::Admin).unwrap();
+        assert_eq!(
+            admin.connection.security.sasl.unwrap().mechanism,
+            strait_client::SaslMechanism::ScramSha256
+        );
+        let target = client_config(&flow.target, ClientRole::Producer).unwrap();
+        assert!(target.connection.security.sasl.is_none() && target.connection.security.tls.is_none());
+    }
+
+    #[test]
+    fn errors_name_the_cluster_and_key() {
+        let config = strait_config::Mm2Config::parse(
+            "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9093\nA->B.enabled = true\n\
+             B.security.protocol = SASL_SSL\nB.sasl.mechanism = GSSAPI\n",
+        )
+        .unwrap();
+        let flow = config.flow("A", "B").unwrap();
+        let err = client_config(&flow.target, ClientRole::Producer)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("B cluster: sasl.mechanism: GSSAPI is not supported"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,320 @@
+//! Security against the shared clusters' secure listeners: the mirror over SASL_SSL with SCRAM,
+//! a wrong password failing clearly without leaking, TLS host name checks, client
+//! certificates and SASL PLAIN.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use strait_client::{ClientConfig, Error, KafkaClient, Security};
+use strait_testkit::{KafkaCluster, SecureListeners};
+use strait_tests::*;
+
+fn secure(cluster: &KafkaCluster) -> &SecureListeners {
+    cluster.security().expect("the shared clusters have secure listeners")
+}
+
+fn scram_jaas(username: &str, password: &str) -> String {
+    format!(
+        r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="{username}" password="{password}";"#
+    )
+}
+
+/// Connects to `bootstrap` with the Java client keys `props`.
+async fn connect(bootstrap: &str, props: &[(&str, String)]) -> Result<KafkaClient, Error> {
+    let props: BTreeMap<String, String> = props.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    let mut config = ClientConfig::new(bootstrap);
+    config.connection.security = Security::from_properties(&props)?;
+    config.connection.connect_timeout = Duration::from_secs(10);
+    KafkaClient::connect(config).await
+}
+
+/// The `mm2.properties` lines of `alias` connecting over SASL_SSL with SCRAM.
+fn sasl_ssl_lines(alias: &str, listeners: &SecureListeners, mechanism: &str, password: &str) -> String {
+    format!(
+        "{alias}.bootstrap.servers = {}\n\
+         {alias}.security.protocol = SASL_SSL\n\
+         {alias}.sasl.mechanism = {mechanism}\n\
+         {alias}.sasl.jaas.config = {}\n\
+         {alias}.ssl.truststore.type = PEM\n\
+         {alias}.ssl.truststore.location = {}\n",
+        listeners.sasl_ssl,
+        scram_jaas(&listeners.username, password),
+        listeners.ca_pem.display()
+    )
+}
+
+/// Runs `strait run` on `properties` until it exits or `limit` passes; returns (exit success,
+/// stdout + stderr, elapsed).
+fn run_to_exit(properties: &str, limit: Duration) -> (Option<bool>, String, Duration) {
+    let config = std::env::temp_dir().join(format!("{}.properties", unique("security")));
+    std::fs::write(&config, properties).unwrap();
+    let binary = strait_binary(); // Built on first use: not part of the time limit.
+    let start = Instant::now();
+    let mut child = Command::new(binary)
+        .arg("run")
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut success = None;
+    while start.elapsed() < limit {
+        if let Some(status) = child.try_wait().unwrap() {
+            success = Some(status.success());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    if success.is_none() {
+        let _ = child.kill();
+    }
+    let output = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&config);
+    let text = String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr);
+    (success, text, start.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mirrors_between_sasl_ssl_clusters_with_scram() {
+    let clusters = clusters();
+    let (source_tls, target_tls) = (secure(&clusters.source), secure(&clusters.target));
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("scram");
+    let records = 5_000;
+    create_topic(&source, &topic, 2).await;
+    java_produce(&clusters.source.bootstrap_servers(), &topic, records, 100, "lz4");
+
+    // The target's CA goes inline (ssl.truststore.certificates), the source's by file.
+    let ca = std::fs::read_to_string(&target_tls.ca_pem).unwrap();
+    let target_lines = sasl_ssl_lines("target", target_tls, "SCRAM-SHA-512", &target_tls.password).replace(
+        &format!("target.ssl.truststore.location = {}\n", target_tls.ca_pem.display()),
+        &format!(
+            "target.ssl.truststore.certificates = {}\n",
+            ca.trim().replace('\n', "\\n")
+        ),
+    );
+    let properties = format!(
+        "clusters = source, target\n{}{target_lines}\
+         source->target.enabled = true\n\
+         source->target.topics = {topic}\n\
+         replication.factor = 1\n",
+        sasl_ssl_lines("source", source_tls, "SCRAM-SHA-256", &source_tls.password),
+    );
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    std::fs::write(&config, &properties).unwrap();
+    let binary = strait_binary(); // Built on first use: not part of the timing.
+    let started = Instant::now();
+    let mut mirror = Command::new(binary)
+        .arg("run")
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let remote = format!("source.{topic}");
+    let total = end_offsets(&source, &topic).await;
+    assert_eq!(total, records as i64);
+    let deadline = Instant::now() + WAIT;
+    while end_offsets(&target, &remote).await < total {
+        if let Some(status) = mirror.try_wait().unwrap() {
+            let output = mirror.wait_with_output().unwrap();
+            panic!(
+                "the mirror exited ({status}): {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {total} records on the target"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let took = started.elapsed();
+    Command::new("kill")
+        .args(["-TERM", &mirror.id().to_string()])
+        .status()
+        .unwrap();
+    let output = mirror.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "a clean stop exits 0: {stderr}");
+    assert!(!stderr.contains(&source_tls.password) && !stderr.contains(&target_tls.password));
+    let _ = std::fs::remove_file(&config);
+    assert_eq!(
+        end_offsets(&target, &remote).await,
+        total,
+        "exactly the source's records"
+    );
+    println!("SASL_SSL/SCRAM mirror: {total} records in {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_password_stops_the_mirror_with_a_clear_message() {
+    let clusters = clusters();
+    let (source_tls, target_tls) = (secure(&clusters.source), secure(&clusters.target));
+    let wrong = format!("wrong-{}", unique("pw"));
+    let properties = format!(
+        "clusters = source, target\n{}{}\
+         source->target.enabled = true\n\
+         source->target.topics = {}\n\
+         replication.factor = 1\n",
+        sasl_ssl_lines("source", source_tls, "SCRAM-SHA-256", &wrong),
+        sasl_ssl_lines("target", target_tls, "SCRAM-SHA-512", &target_tls.password),
+        unique("never"),
+    );
+    let (success, output, took) = run_to_exit(&properties, Duration::from_secs(60));
+    assert_eq!(success, Some(false), "the mirror must exit non-zero in time: {output}");
+    assert!(
+        output.contains("SASL_AUTHENTICATION_FAILED") && output.contains("source cluster"),
+        "{output}"
+    );
+    assert!(output.contains("sasl.jaas.config"), "says what to check: {output}");
+    assert!(!output.contains(&wrong), "the password leaked: {output}");
+    println!("wrong password: exit after {took:?}:\n{output}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unsupported_settings_stop_the_mirror_naming_cluster_and_key() {
+    let clusters = clusters();
+    let target_tls = secure(&clusters.target);
+    let properties = format!(
+        "clusters = source, target\n\
+         source.bootstrap.servers = {}\n\
+         source.security.protocol = SASL_SSL\n\
+         source.sasl.mechanism = GSSAPI\n\
+         source.sasl.jaas.config = com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true;\n\
+         {}source->target.enabled = true\n\
+         replication.factor = 1\n",
+        secure(&clusters.source).sasl_ssl,
+        sasl_ssl_lines("target", target_tls, "SCRAM-SHA-512", &target_tls.password),
+    );
+    let (success, output, _) = run_to_exit(&properties, Duration::from_secs(60));
+    assert_eq!(success, Some(false), "{output}");
+    assert!(
+        output.contains("source cluster: sasl.mechanism: GSSAPI is not supported"),
+        "{output}"
+    );
+    // check-config reads the security settings as run does, so it refuses them too.
+    let config = std::env::temp_dir().join(format!("{}.properties", unique("check")));
+    std::fs::write(&config, &properties).unwrap();
+    let output = Command::new(strait_binary())
+        .arg("check-config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&config);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("source cluster: sasl.mechanism: GSSAPI"), "{stderr}");
+    assert!(!stderr.contains(&target_tls.password), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_checks_host_names_and_trust() {
+    let listeners = secure(&clusters().source);
+    let scram = |verify: &str| {
+        vec![
+            ("security.protocol", "SASL_SSL".to_string()),
+            ("sasl.mechanism", "SCRAM-SHA-512".to_string()),
+            ("sasl.jaas.config", scram_jaas(&listeners.username, &listeners.password)),
+            ("ssl.truststore.type", "PEM".to_string()),
+            ("ssl.truststore.location", listeners.ca_pem.display().to_string()),
+            ("ssl.endpoint.identification.algorithm", verify.to_string()),
+        ]
+    };
+    // The broker's certificate names `localhost` only.
+    let by_ip = listeners.sasl_ssl.replace("localhost", "127.0.0.1");
+    match connect(&by_ip, &scram("https")).await {
+        Err(Error::Tls { message, hint, .. }) => {
+            assert!(message.contains("not valid for name"), "{message}");
+            assert!(hint.contains("ssl.endpoint.identification.algorithm"), "{hint}");
+        }
+        other => panic!("expected a TLS name error, got {other:?}"),
+    }
+    let client = connect(&by_ip, &scram("")).await.expect("no host name check");
+    assert!(!client.metadata(Some(&[])).await.unwrap().brokers.is_empty());
+    connect(&listeners.sasl_ssl, &scram("https"))
+        .await
+        .expect("the certificate's own name");
+
+    // Without our CA the public roots do not trust the broker.
+    let mut untrusted = scram("https");
+    untrusted.retain(|(k, _)| !k.starts_with("ssl.truststore"));
+    match connect(&listeners.sasl_ssl, &untrusted).await {
+        Err(Error::Tls { hint, .. }) => assert!(hint.contains("ssl.truststore"), "{hint}"),
+        other => panic!("expected an untrusted certificate error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mutual_tls_and_sasl_plain() {
+    let listeners = secure(&clusters().target);
+    let ssl = |with_certificate: bool| {
+        let mut props = vec![
+            ("security.protocol", "SSL".to_string()),
+            ("ssl.truststore.type", "PEM".to_string()),
+            ("ssl.truststore.location", listeners.ca_pem.display().to_string()),
+        ];
+        if with_certificate {
+            props.push(("ssl.keystore.type", "PEM".to_string()));
+            props.push(("ssl.keystore.location", listeners.client_pem.display().to_string()));
+        }
+        props
+    };
+    let client = connect(&listeners.ssl, &ssl(true)).await.expect("mutual TLS");
+    assert!(!client.metadata(Some(&[])).await.unwrap().brokers.is_empty());
+    // TLS 1.3 finishes the client's side of the handshake before the broker checks for a
+    // certificate, so the refusal may surface on the first request instead.
+    let refused = connect(&listeners.ssl, &ssl(false)).await;
+    assert!(refused.is_err(), "the SSL listener requires a client certificate");
+
+    let plain = |password: &str| {
+        vec![
+            ("security.protocol", "SASL_PLAINTEXT".to_string()),
+            ("sasl.mechanism", "PLAIN".to_string()),
+            (
+                "sasl.jaas.config",
+                format!(
+                    r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="{}" password="{password}";"#,
+                    listeners.username
+                ),
+            ),
+        ]
+    };
+    let client = connect(&listeners.sasl_plaintext, &plain(&listeners.password))
+        .await
+        .expect("SASL PLAIN");
+    assert!(!client.metadata(Some(&[])).await.unwrap().brokers.is_empty());
+    let wrong = "not-the-password";
+    let error = connect(&listeners.sasl_plaintext, &plain(wrong)).await.unwrap_err();
+    assert_eq!(
+        error.kafka_code().map(|c| c.name()).as_deref(),
+        Some("SASL_AUTHENTICATION_FAILED"),
+        "{error}"
+    );
+    let text = format!("{error} {error:?}");
+    assert!(
+        text.contains(&listeners.sasl_plaintext) && !text.contains(wrong),
+        "{text}"
+    );
+    // PLAIN is not enabled on the SCRAM listener: the broker says which mechanisms are.
+    let error = connect(
+        &listeners.sasl_ssl,
+        &[
+            plain(&listeners.password),
+            vec![
+                ("security.protocol", "SASL_SSL".to_string()),
+                ("ssl.truststore.type", "PEM".to_string()),
+                ("ssl.truststore.location", listeners.ca_pem.display().to_string()),
+            ],
+        ]
+        .concat(),
+    )
+    .await
+    .unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("UNSUPPORTED_SASL_MECHANISM") && text.contains("SCRAM-SHA-256"),
+        "{text}"
+    );
+}
