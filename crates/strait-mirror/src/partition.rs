@@ -336,6 +336,15 @@ async fn fetch_loop(
                 continue 'fetch;
             }
             corrupt_refetches = 0;
+            // An undefined codec (bits 5-7) would be forwarded as is; refuse it here, by name.
+            if let Err(error) = batch.compression() {
+                return Err(MirrorError::Batch {
+                    topic: topic.into(),
+                    partition,
+                    offset: batch.base_offset(),
+                    error,
+                });
+            }
             context.stats.record_polled(topic, partition, batch.max_timestamp());
             let verdict = if context.read_committed {
                 filter.check(&batch)
@@ -565,6 +574,12 @@ async fn produce_loop(
                         let tail_sequence = add_sequence(sequence, head.batch.records_count());
                         in_flight.push_front(Pending::new(tail, tail_sequence));
                         in_flight.push_front(Pending::new(head, sequence));
+                        // One batch more is in flight: skipped offsets queued behind the split
+                        // one are recorded one acknowledgement later.
+                        sent_total += 1;
+                        for (after, _) in skipped.iter_mut() {
+                            *after += 1;
+                        }
                         for pending in in_flight.iter_mut() {
                             producer.send(pending).await;
                         }
