@@ -75,7 +75,12 @@ fn marker(base_offset: i64, producer_id: i64, control_type: i16) -> Bytes {
         producer_epoch: 0,
         base_sequence: -1,
     });
-    builder.push(Some(key.into()), Some(Bytes::from_static(&[0, 0, 0, 0, 0, 5])), vec![], 1);
+    builder.push(
+        Some(key.into()),
+        Some(Bytes::from_static(&[0, 0, 0, 0, 0, 5])),
+        vec![],
+        1,
+    );
     stored(&builder.build(), base_offset, 0x30)
 }
 
@@ -87,9 +92,15 @@ fn wire_seeds() -> Vec<(String, Bytes)> {
     };
     let mut seeds = Vec::new();
     for codec in CODECS {
-        seeds.push((format!("batch-{codec}"), stored(&batch(codec, ProducerState::NONE), 100, 0)));
+        seeds.push((
+            format!("batch-{codec}"),
+            stored(&batch(codec, ProducerState::NONE), 100, 0),
+        ));
     }
-    seeds.push(("batch-log-append-time".into(), stored(&batch(Compression::None, ProducerState::NONE), 5, 0x08)));
+    seeds.push((
+        "batch-log-append-time".into(),
+        stored(&batch(Compression::None, ProducerState::NONE), 5, 0x08),
+    ));
     // A compacted batch: the middle record removed, lastOffsetDelta still 2.
     let mut compacted = RecordBatchBuilder::new();
     compacted.push(Some("a".into()), Some("1".into()), vec![], 1);
@@ -148,7 +159,18 @@ fn selector(index: u8, version: i16) -> u8 {
 
 fn client_seeds() -> Vec<(String, Vec<u8>)> {
     let records = [
-        stored(&batch(Compression::None, ProducerState { producer_id: 7, producer_epoch: 0, base_sequence: 0 }), 10, 0x10),
+        stored(
+            &batch(
+                Compression::None,
+                ProducerState {
+                    producer_id: 7,
+                    producer_epoch: 0,
+                    base_sequence: 0,
+                },
+            ),
+            10,
+            0x10,
+        ),
         marker(13, 7, 0),
     ]
     .concat();
@@ -182,16 +204,28 @@ fn client_seeds() -> Vec<(String, Vec<u8>)> {
                 .with_isr_nodes(vec![BrokerId(1)])])]);
     let mut seeds = Vec::new();
     for version in [4, 11, 12] {
-        seeds.push((format!("fetch-v{version}"), [&[selector(0, version)][..], &frame(&fetch, version, 5)].concat()));
+        seeds.push((
+            format!("fetch-v{version}"),
+            [&[selector(0, version)][..], &frame(&fetch, version, 5)].concat(),
+        ));
     }
     for version in [3, 8, 9, 12] {
-        seeds.push((format!("produce-v{version}"), [&[selector(1, version)][..], &frame(&produce, version, 5)].concat()));
+        seeds.push((
+            format!("produce-v{version}"),
+            [&[selector(1, version)][..], &frame(&produce, version, 5)].concat(),
+        ));
     }
     for version in [0, 1, 9, 12, 13] {
-        seeds.push((format!("metadata-v{version}"), [&[selector(2, version)][..], &frame(&metadata, version, 5)].concat()));
+        seeds.push((
+            format!("metadata-v{version}"),
+            [&[selector(2, version)][..], &frame(&metadata, version, 5)].concat(),
+        ));
     }
     for version in [0, 3] {
-        seeds.push((format!("api-versions-v{version}"), [&[selector(3, version)][..], &frame(&api_versions(), version, 5)].concat()));
+        seeds.push((
+            format!("api-versions-v{version}"),
+            [&[selector(3, version)][..], &frame(&api_versions(), version, 5)].concat(),
+        ));
     }
     seeds
 }

@@ -10,7 +10,14 @@ use libfuzzer_sys::fuzz_target;
 use strait_config::properties::Properties;
 use strait_config::{ClientRole, Mm2Config};
 
-const TOPICS: [&str; 6] = ["orders", "A.orders", "heartbeats", "B.A.heartbeats", "mm2-offset-syncs.B.internal", ""];
+const TOPICS: [&str; 6] = [
+    "orders",
+    "A.orders",
+    "heartbeats",
+    "B.A.heartbeats",
+    "mm2-offset-syncs.B.internal",
+    "",
+];
 
 fuzz_target!(|data: &[u8]| {
     let text = match std::str::from_utf8(data) {
@@ -18,7 +25,11 @@ fuzz_target!(|data: &[u8]| {
         Err(_) => data.iter().map(|&b| char::from(b)).collect(),
     };
     let names: Vec<String> = match Properties::parse(&text) {
-        Ok(props) => props.iter().flat_map(|p| [p.key.clone(), p.value.clone()]).take(16).collect(),
+        Ok(props) => props
+            .iter()
+            .flat_map(|p| [p.key.clone(), p.value.clone()])
+            .take(16)
+            .collect(),
         Err(e) => {
             let _ = e.to_string();
             Vec::new()

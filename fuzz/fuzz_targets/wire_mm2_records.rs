@@ -24,12 +24,18 @@ fuzz_target!(|data: &[u8]| {
         assert!(prefix_of(&sync.key(), key) && prefix_of(&sync.value(), value));
     }
     if let Ok(checkpoint) = Checkpoint::decode(key, value) {
-        assert_eq!(Checkpoint::decode(&checkpoint.key(), &checkpoint.value()).unwrap(), checkpoint);
+        assert_eq!(
+            Checkpoint::decode(&checkpoint.key(), &checkpoint.value()).unwrap(),
+            checkpoint
+        );
         assert!(prefix_of(&checkpoint.key(), key));
         assert!(prefix_of(&checkpoint.value()[2..], &value[2..]));
     }
     if let Ok(heartbeat) = Heartbeat::decode(key, value) {
-        assert_eq!(Heartbeat::decode(&heartbeat.key(), &heartbeat.value()).unwrap(), heartbeat);
+        assert_eq!(
+            Heartbeat::decode(&heartbeat.key(), &heartbeat.value()).unwrap(),
+            heartbeat
+        );
         assert!(prefix_of(&heartbeat.key(), key));
         assert!(prefix_of(&heartbeat.value()[2..], &value[2..]));
     }

@@ -1,6 +1,8 @@
 //! Code shared by the fuzz targets: what every target does with a record set or a batch, and the
 //! properties it checks. A property that fails panics, which libFuzzer reports as a crash.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+
 use bytes::Bytes;
 use strait_wire::{
     decode_records, rebuild_batch, AbortedTransactionFilter, ProducerState, Record, RecordBatch, RecordBatches,
@@ -33,7 +35,11 @@ pub fn exercise_record_set(records: Bytes) {
     }
     assert!(batches.next().is_none(), "RecordBatches is fused");
     let tail = batches.partial_tail();
-    assert!(tail == 0 || consumed + tail == records.len(), "partial tail {tail} after {consumed} of {}", records.len());
+    assert!(
+        tail == 0 || consumed + tail == records.len(),
+        "partial tail {tail} after {consumed} of {}",
+        records.len()
+    );
 
     let mut filter = AbortedTransactionFilter::new(good.iter().map(|b| (b.producer_id(), b.base_offset())).collect());
     for batch in &good {
@@ -73,7 +79,9 @@ pub fn exercise_batch(batch: &RecordBatch) {
     }
     check_rebuild(batch, &records, i64::MIN);
     // A position inside the batch: the second half of its offset range.
-    let middle = batch.base_offset().wrapping_add(i64::from(batch.last_offset_delta() / 2));
+    let middle = batch
+        .base_offset()
+        .wrapping_add(i64::from(batch.last_offset_delta() / 2));
     check_rebuild(batch, &records, middle);
 }
 
@@ -94,7 +102,10 @@ fn check_rewrite(
         );
         return;
     };
-    assert!(!batch.is_control() && !batch.is_compacted() && crc_ok, "rewrite accepted a bad batch");
+    assert!(
+        !batch.is_control() && !batch.is_compacted() && crc_ok,
+        "rewrite accepted a bad batch"
+    );
     assert_eq!(forward.len(), batch.size());
     assert_eq!(forward.record_count(), batch.records_count());
     let whole = Bytes::from(forward.into_parts().concat());
@@ -106,9 +117,15 @@ fn check_rewrite(
     assert_eq!(rewritten.producer_epoch(), PRODUCER.producer_epoch);
     assert_eq!(rewritten.base_sequence(), PRODUCER.base_sequence);
     assert!(!rewritten.is_transactional() && !rewritten.has_delete_horizon());
-    assert_eq!(rewritten.compression(), batch.compression());
+    // Errors name the base offset, which the rewrite changed: compare the codecs only.
+    assert_eq!(rewritten.compression().ok(), batch.compression().ok());
+    assert_eq!(rewritten.attributes() & 0x07, batch.attributes() & 0x07);
     assert_eq!(
-        (rewritten.last_offset_delta(), rewritten.base_timestamp(), rewritten.max_timestamp()),
+        (
+            rewritten.last_offset_delta(),
+            rewritten.base_timestamp(),
+            rewritten.max_timestamp()
+        ),
         (batch.last_offset_delta(), batch.base_timestamp(), batch.max_timestamp())
     );
     assert_eq!(rewritten.records_payload(), batch.records_payload());
@@ -136,12 +153,15 @@ fn check_rebuild(batch: &RecordBatch, records: &Result<Vec<Record>, WireError>, 
     let new = &rebuilt.batch;
     new.verify_crc().expect("a rebuilt batch has a valid CRC");
     assert!(!new.is_compacted() && !new.is_control() && !new.is_transactional());
-    assert_eq!(new.compression(), batch.compression());
+    assert_eq!(new.compression().ok(), batch.compression().ok());
     let decoded = decode_records(new).expect("a rebuilt batch decodes");
     assert_eq!(decoded.len(), kept.len());
     for ((i, new), old) in decoded.iter().enumerate().zip(kept) {
         assert_eq!(new.offset_delta, i as i32);
-        assert_eq!((&new.key, &new.value, &new.headers), (&old.key, &old.value, &old.headers));
+        assert_eq!(
+            (&new.key, &new.value, &new.headers),
+            (&old.key, &old.value, &old.headers)
+        );
     }
     new.rewrite(PRODUCER).expect("a rebuilt batch can be forwarded");
 }
@@ -159,4 +179,61 @@ pub fn fix_up(data: &[u8]) -> Bytes {
     let crc = crc32c::crc32c(&bytes[21..]);
     bytes[17..21].copy_from_slice(&crc.to_be_bytes());
     Bytes::from(bytes)
+}
+
+/// Requests from this size up are served by [`Overcommit`] from unreserved address space.
+const HUGE: usize = 1 << 30;
+
+/// The global allocator of the client targets.
+///
+/// kafka-protocol 0.18 decodes every array with `Vec::with_capacity(count)`, the count read from
+/// the wire, so a response claiming 2^28 elements asks for tens of GiB before it runs out of
+/// bytes (see "Known issues" in README.md; it aborts Strait, and the fuzzer reports it at
+/// once). So that fuzzing can go on past that one known issue, requests of 1 GiB or more get
+/// address space from `mmap(MAP_NORESERVE)`, which costs nothing until touched, as Linux
+/// overcommit would give; the decoder then fails on the missing bytes and frees it. Smaller
+/// requests go to the system allocator (ASan's, in a fuzz build), so every other leak, overflow
+/// and `-rss_limit_mb` check still applies.
+pub struct Overcommit;
+
+// SAFETY: huge blocks come from mmap with page alignment (so any alignment up to a page holds)
+// and go back to munmap with the same size; everything else is the system allocator's.
+unsafe impl GlobalAlloc for Overcommit {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() < HUGE || layout.align() > 4096 {
+            return unsafe { System.alloc(layout) };
+        }
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        let block = unsafe { libc::mmap(std::ptr::null_mut(), layout.size(), prot, flags, -1, 0) };
+        if block == libc::MAP_FAILED {
+            std::ptr::null_mut()
+        } else {
+            block.cast()
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if layout.size() < HUGE || layout.align() > 4096 {
+            unsafe { System.dealloc(ptr, layout) }
+        } else {
+            unsafe { libc::munmap(ptr.cast(), layout.size()) };
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if layout.size() < HUGE && new_size < HUGE {
+            return unsafe { System.realloc(ptr, layout, new_size) };
+        }
+        // SAFETY: as GlobalAlloc's default: a new block, the common prefix copied, the old freed.
+        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        let new = unsafe { self.alloc(new_layout) };
+        if !new.is_null() {
+            unsafe {
+                std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+        }
+        new
+    }
 }
