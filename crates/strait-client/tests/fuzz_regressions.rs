@@ -5,7 +5,7 @@ use strait_client::decode_response;
 use strait_client::kafka_protocol::messages::{ApiKey, MetadataResponse};
 
 /// `client_decode_response`: a MetadataResponse v0 frame (correlation id 5) whose brokers array
-/// claims 0x1c00_0000 elements in 18 bytes. kafka-protocol 0.18.0 decodes arrays with
+/// claims 0x1c00_0000 elements in a 22-byte frame. kafka-protocol 0.18.0 decodes arrays with
 /// `Vec::with_capacity(count)` before reading an element (`protocol/types.rs`, `Array` and
 /// `CompactArray`), so this asks for 45 GiB, and a failed allocation aborts the process: any
 /// broker, or anything between it and us, can stop the mirror with one response.
