@@ -345,7 +345,6 @@ impl BrokerConnection {
         }
         Ok(PendingResponse {
             connection: self.clone(),
-            correlation_id,
             api,
             version,
             response,
@@ -395,7 +394,6 @@ impl BrokerConnection {
 #[derive(Debug)]
 pub struct PendingResponse {
     connection: BrokerConnection,
-    correlation_id: i32,
     api: ApiKey,
     version: i16,
     response: oneshot::Receiver<Result<Bytes>>,
@@ -410,17 +408,15 @@ impl PendingResponse {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(self.connection.closed_error("the response was lost")),
             Err(_) => {
-                // The response may still come; it is dropped when it does.
-                shared
-                    .state
-                    .lock()
-                    .expect("state lock")
-                    .pending
-                    .remove(&self.correlation_id);
-                Err(Error::Timeout {
+                // As Kafka's clients do, close the connection: one that stalled (a half-dead
+                // path, a hung broker) would time out every later request on it too, and the
+                // caller reconnects on a closed one.
+                let error = Error::Timeout {
                     what: format!("{:?} v{} to {}", self.api, self.version, shared.broker),
                     after_ms: timeout.as_millis() as u64,
-                })
+                };
+                shared.poison(error.clone());
+                Err(error)
             }
         }
     }
