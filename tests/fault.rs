@@ -1,6 +1,6 @@
 //! A fault-injection TCP proxy on loopback: forwards bytes between clients and one upstream,
-//! and can add latency in each direction, cut every connection it carries, or damage bytes of
-//! the responses.
+//! and can add latency in each direction, cut every connection it carries, stall them (a
+//! half-dead path: open, but nothing gets through), or damage bytes of the responses.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +18,7 @@ pub struct FaultProxy {
     upstream: Arc<Mutex<Option<SocketAddr>>>,
     latency_ms: Arc<AtomicU64>,
     cut: watch::Sender<u64>,
+    stall: watch::Sender<u64>,
     corruption: Arc<Mutex<Vec<Corruption>>>,
     accept: tokio::task::JoinHandle<()>,
 }
@@ -39,6 +40,7 @@ impl FaultProxy {
         let upstream: Arc<Mutex<Option<SocketAddr>>> = Arc::default();
         let latency_ms = Arc::new(AtomicU64::new(0));
         let (cut, cuts) = watch::channel(0u64);
+        let (stall, stalls) = watch::channel(0u64);
         let corruption: Arc<Mutex<Vec<Corruption>>> = Arc::default();
         let accept = tokio::spawn({
             let (upstream, latency_ms, corruption) = (upstream.clone(), latency_ms.clone(), corruption.clone());
@@ -48,9 +50,11 @@ impl FaultProxy {
                         continue;
                     };
                     let (latency_ms, cuts, corruption) = (latency_ms.clone(), cuts.clone(), corruption.clone());
+                    let mut stalls = stalls.clone();
+                    stalls.mark_unchanged();
                     tokio::spawn(async move {
                         if let Ok(server) = TcpStream::connect(address).await {
-                            carry(client, server, latency_ms, cuts, corruption).await;
+                            carry(client, server, latency_ms, cuts, stalls, corruption).await;
                         }
                     });
                 }
@@ -61,9 +65,16 @@ impl FaultProxy {
             upstream,
             latency_ms,
             cut,
+            stall,
             corruption,
             accept,
         }
+    }
+
+    /// Stalls every connection open now: it stays open but carries nothing more, either way,
+    /// until it is cut. Connections opened later are not affected.
+    pub fn stall_connections(&self) {
+        self.stall.send_modify(|generation| *generation += 1);
     }
 
     /// Damages the responses: the next `times` occurrences of `find` become `replace` (same
@@ -111,13 +122,14 @@ async fn carry(
     server: TcpStream,
     latency_ms: Arc<AtomicU64>,
     mut cuts: watch::Receiver<u64>,
+    stalls: watch::Receiver<u64>,
     corruption: Arc<Mutex<Vec<Corruption>>>,
 ) {
     let _ = (client.set_nodelay(true), server.set_nodelay(true));
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
-    let up = pipe(client_read, server_write, latency_ms.clone(), None);
-    let down = pipe(server_read, client_write, latency_ms, Some(corruption));
+    let up = pipe(client_read, server_write, latency_ms.clone(), stalls.clone(), None);
+    let down = pipe(server_read, client_write, latency_ms, stalls, Some(corruption));
     cuts.mark_unchanged();
     tokio::select! {
         _ = async { tokio::join!(up, down) } => {}
@@ -131,6 +143,7 @@ async fn pipe(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     latency_ms: Arc<AtomicU64>,
+    stalls: watch::Receiver<u64>,
     corruption: Option<Arc<Mutex<Vec<Corruption>>>>,
 ) {
     let (chunks, mut due) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
@@ -153,6 +166,10 @@ async fn pipe(
     let writer = async move {
         while let Some((at, chunk)) = due.recv().await {
             tokio::time::sleep_until(at).await;
+            if stalls.has_changed().unwrap_or(false) {
+                // Stalled: hold the bytes and the socket until the connection is cut.
+                std::future::pending::<()>().await;
+            }
             if to.write_all(&chunk).await.is_err() {
                 break;
             }

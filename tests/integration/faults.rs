@@ -440,3 +440,33 @@ async fn a_source_leader_change_loses_nothing() {
     println!("leader change: leaders {before:?} -> {after:?}, {total} records, 0 lost, {duplicates} duplicated");
     drop(second);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connections_that_stall_are_closed_after_the_request_timeout_and_lose_nothing() {
+    let clusters = clusters();
+    let (_cluster, proxy, bootstrap) = proxied_cluster("stall-target").await;
+    let source = client(&clusters.source).await;
+    let topic = unique("stall");
+    let (partitions, per_batch) = (2, 200);
+    create_topic(&source, &topic, partitions).await;
+    write_numbered(&source, &topic, partitions, 10, per_batch).await;
+    let properties = mm2_properties(&topic, "").replace(&clusters.target.bootstrap_servers(), &bootstrap);
+    let mirror = start_mirror(&properties);
+    let target = strait_client::KafkaClient::connect(strait_client::ClientConfig::new(&bootstrap))
+        .await
+        .unwrap();
+    let remote = format!("source.{topic}");
+    wait_until_complete(&target, &remote, 10 * per_batch as i64 * partitions as i64).await;
+    // Every connection to the target goes silent (a half-dead path: open, nothing gets through),
+    // with data arriving at the source. Only the request timeout (30 s) can tell.
+    proxy.stall_connections();
+    write_numbered_from(&source, &topic, partitions, 10, 10, per_batch).await;
+    let total = 20 * per_batch as i64 * partitions as i64;
+    let target = strait_client::KafkaClient::connect(strait_client::ClientConfig::new(&bootstrap))
+        .await
+        .unwrap();
+    wait_until_complete(&target, &remote, total).await;
+    mirror.stop().await.unwrap();
+    let duplicates = check_numbered(&target, &remote, partitions, 20 * per_batch).await;
+    println!("stalled connections: {total} records, 0 lost, {duplicates} duplicated");
+}
