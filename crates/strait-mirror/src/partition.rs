@@ -580,9 +580,7 @@ async fn produce_loop(
                         for (after, _) in skipped.iter_mut() {
                             *after += 1;
                         }
-                        for pending in in_flight.iter_mut() {
-                            producer.send(pending).await;
-                        }
+                        producer.send_all(&mut in_flight).await;
                         continue;
                     }
                 }
@@ -607,9 +605,7 @@ async fn produce_loop(
                     producer.reset_identity(&context, &mut in_flight).await?;
                 }
                 producer.leader = None;
-                for pending in in_flight.iter_mut() {
-                    producer.send(pending).await;
-                }
+                producer.send_all(&mut in_flight).await;
             }
         }
     }
@@ -626,6 +622,10 @@ struct Producer {
     leader: Option<BrokerConnection>,
     backoff: Backoff,
     timeout_ms: i32,
+    /// Why a batch could not be sent. Later batches are not sent until all are sent again in
+    /// order: the target accepts any first sequence from a producer id it does not know yet,
+    /// so it would append them ahead of the one that failed.
+    unsent: Option<Error>,
 }
 
 impl Producer {
@@ -640,6 +640,7 @@ impl Producer {
             leader: None,
             backoff: Backoff::default(),
             timeout_ms: context.request_timeout_ms,
+            unsent: None,
         })
     }
 
@@ -668,8 +669,20 @@ impl Producer {
         Ok(())
     }
 
+    /// Sends every batch in flight again, in order.
+    async fn send_all(&mut self, in_flight: &mut VecDeque<Pending>) {
+        self.unsent = None;
+        for pending in in_flight.iter_mut() {
+            self.send(pending).await;
+        }
+    }
+
     /// Sends one batch; a failure to send is kept in `pending` and handled when it is awaited.
     async fn send(&mut self, pending: &mut Pending) {
+        if let Some(error) = &self.unsent {
+            pending.response = Some(Err(error.clone()));
+            return;
+        }
         let state = ProducerState {
             producer_id: self.identity.producer_id,
             producer_epoch: self.identity.producer_epoch,
@@ -678,6 +691,10 @@ impl Producer {
         let parts = match pending.outgoing.batch.rewrite(state) {
             Ok(forward) => forward.into_parts(),
             Err(error) => {
+                self.unsent = Some(Error::ConnectionClosed {
+                    broker: format!("the leader of {}-{}", self.topic, self.partition),
+                    reason: format!("not sent: a batch ahead could not be rewritten ({error})"),
+                });
                 pending.rewrite_error = Some(error);
                 return;
             }
@@ -690,6 +707,7 @@ impl Producer {
             {
                 Ok(leader) => self.leader = Some(leader),
                 Err(error) => {
+                    self.unsent = Some(error.clone());
                     pending.response = Some(Err(error));
                     return;
                 }
@@ -697,7 +715,11 @@ impl Producer {
         }
         let leader = self.leader.as_ref().expect("set above");
         pending.sent_at = Instant::now();
-        pending.response = Some(submit_produce(leader, &self.topic, self.partition, parts, self.timeout_ms).await);
+        let response = submit_produce(leader, &self.topic, self.partition, parts, self.timeout_ms).await;
+        if let Err(error) = &response {
+            self.unsent = Some(error.clone());
+        }
+        pending.response = Some(response);
     }
 }
 
