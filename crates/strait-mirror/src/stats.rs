@@ -381,6 +381,7 @@ impl Stats {
         const SOURCE: &str = "kafka_connect_mirror_source_connector";
         let partitions = self.partitions.lock().expect("stats lock");
         for ((topic, partition), p) in partitions.iter() {
+            let lag = p.lag(topic, *partition, now);
             let partition = partition.to_string();
             let labels = [
                 ("source", source),
@@ -426,7 +427,6 @@ impl Stats {
                 &p.replication_latency_ms,
                 now,
             );
-            let lag = p.lag(topic, 0, now);
             out.gauge(
                 "strait_replication_lag_records",
                 "Source log end offset minus the mirrored position.",
