@@ -340,7 +340,8 @@ async fn a_mirror_killed_with_sigkill_and_restarted_loses_nothing() {
     let clusters = clusters();
     let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
     let topic = unique("sigkill");
-    let (partitions, batches, per_batch) = (3, 100, 200);
+    // Enough data that a quiet machine does not finish it between two polls.
+    let (partitions, batches, per_batch) = (3, 300, 200);
     create_topic(&source, &topic, partitions).await;
     write_numbered(&source, &topic, partitions, batches, per_batch).await;
     let total = (partitions as usize * batches * per_batch) as i64;
@@ -355,7 +356,7 @@ async fn a_mirror_killed_with_sigkill_and_restarted_loses_nothing() {
         .spawn()
         .unwrap();
     wait_until("part of the data on the target", || async {
-        end_offsets(&target, &remote).await > total / 10
+        end_offsets(&target, &remote).await > 0
     })
     .await;
     mirror.kill().unwrap(); // SIGKILL: no drain, no final progress flush.
