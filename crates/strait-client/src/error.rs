@@ -120,7 +120,7 @@ pub enum Error {
     /// None of the bootstrap servers could be reached or the cluster has no such broker.
     #[error("{0}")]
     NoBroker(String),
-    /// A client setting (`security.protocol`, `ssl.*`, `sasl.*`) is invalid or asks for
+    /// A client setting (`security.protocol`, `ssl.*`, `sasl.*`, `request.timeout.ms`) is invalid or asks for
     /// something Strait does not support. The message never quotes secret values.
     #[error("{key}: {message}")]
     Config {

@@ -1,5 +1,7 @@
 //! Kafka clients of a cluster, configured from its `mm2.properties` settings.
 
+use std::time::Duration;
+
 use strait_client::{ClientConfig, Security};
 use strait_config::{ClientRole, ClusterClientConfig};
 
@@ -7,7 +9,8 @@ use crate::MirrorError;
 
 /// The client configuration of `cluster` for `role`, as MM2 would give its Kafka client:
 /// `bootstrap.servers`, `security.protocol` and the `ssl.*`/`sasl.*` keys of that role's view
-/// (`<alias>.<role>.k` > `<alias>.k` > top-level `k`), and `client.id` `strait-<alias>`.
+/// (`<alias>.<role>.k` > `<alias>.k` > top-level `k`), `request.timeout.ms` of the role
+/// (`<alias>.<role>.request.timeout.ms`), and `client.id` `strait-<alias>`.
 ///
 /// The mirror shares one client per cluster across roles, so it asks for the role the client
 /// mostly plays: [`ClientRole::Consumer`] on a source, [`ClientRole::Producer`] on a target.
@@ -20,10 +23,25 @@ pub fn client_config(cluster: &ClusterClientConfig, role: ClientRole) -> Result<
         None => ClientConfig::new(&cluster.bootstrap_servers.join(",")),
     };
     config.connection.client_id = format!("strait-{}", cluster.alias);
-    config.connection.security = Security::from_properties(&props).map_err(|error| MirrorError::Client {
+    let fail = |error| MirrorError::Client {
         cluster: cluster.alias.clone(),
         error,
-    })?;
+    };
+    config.connection.security = Security::from_properties(&props).map_err(fail)?;
+    if let Some(value) = props.get("request.timeout.ms") {
+        let ms = value
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|ms| (1..=i32::MAX as u32).contains(ms));
+        let ms = ms.ok_or_else(|| {
+            fail(strait_client::Error::Config {
+                key: "request.timeout.ms".into(),
+                message: format!("`{value}` is not a number of milliseconds between 1 and {}", i32::MAX),
+            })
+        })?;
+        config.connection.request_timeout = Duration::from_millis(ms.into());
+    }
     Ok(config)
 }
 
@@ -58,6 +76,27 @@ mod tests {
         );
         let target = client_config(&flow.target, ClientRole::Producer).unwrap();
         assert!(target.connection.security.sasl.is_none() && target.connection.security.tls.is_none());
+    }
+
+    #[test]
+    fn the_request_timeout_comes_from_the_role_view() {
+        let config = strait_config::Mm2Config::parse(
+            "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9093\nA->B.enabled = true\n\
+             B.producer.request.timeout.ms = 5000\nA.consumer.request.timeout.ms = 0\n",
+        )
+        .unwrap();
+        let flow = config.flow("A", "B").unwrap();
+        let target = client_config(&flow.target, ClientRole::Producer).unwrap();
+        assert_eq!(target.connection.request_timeout, Duration::from_secs(5));
+        let admin = client_config(&flow.target, ClientRole::Admin).unwrap();
+        assert_eq!(admin.connection.request_timeout, Duration::from_secs(30));
+        let err = client_config(&flow.source, ClientRole::Consumer)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "A cluster: request.timeout.ms: `0` is not a number of milliseconds between 1 and 2147483647"
+        );
     }
 
     #[test]

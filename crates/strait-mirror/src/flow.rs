@@ -233,7 +233,8 @@ async fn data_loop(
         progress: progress.clone(),
         syncs: syncs.clone(),
         stats: stats.clone(),
-        request_timeout_ms: 30_000,
+        // The timeout the target broker gets in each Produce request, as a Java producer sends it.
+        request_timeout_ms: target.config().connection.request_timeout.as_millis() as i32,
     };
     tracing::info!(flow = %name, "flow started");
     stats.set_state(FlowState::Running, None);
