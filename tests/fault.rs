@@ -1,6 +1,7 @@
 //! A fault-injection TCP proxy on loopback: forwards bytes between clients and one upstream,
 //! and can add latency in each direction, cut every connection it carries, stall them (a
-//! half-dead path: open, but nothing gets through), or damage bytes of the responses.
+//! half-dead path: open, but nothing gets through), damage bytes of the responses, or lose
+//! chosen requests on the way (the connection stays open, the broker never sees them).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,7 +21,16 @@ pub struct FaultProxy {
     cut: watch::Sender<u64>,
     stall: watch::Sender<u64>,
     corruption: Arc<Mutex<Vec<Corruption>>>,
+    losses: Arc<Mutex<Vec<RequestLoss>>>,
     accept: tokio::task::JoinHandle<()>,
+}
+
+/// Requests to lose: the next `times` request frames of API `api_key` that contain `marker`.
+#[derive(Debug, Clone)]
+struct RequestLoss {
+    api_key: i16,
+    marker: Vec<u8>,
+    times: u32,
 }
 
 /// Bytes to damage in the responses: the next `times` occurrences of `find` (within one chunk
@@ -42,19 +52,22 @@ impl FaultProxy {
         let (cut, cuts) = watch::channel(0u64);
         let (stall, stalls) = watch::channel(0u64);
         let corruption: Arc<Mutex<Vec<Corruption>>> = Arc::default();
+        let losses: Arc<Mutex<Vec<RequestLoss>>> = Arc::default();
         let accept = tokio::spawn({
-            let (upstream, latency_ms, corruption) = (upstream.clone(), latency_ms.clone(), corruption.clone());
+            let (upstream, latency_ms, corruption, losses) =
+                (upstream.clone(), latency_ms.clone(), corruption.clone(), losses.clone());
             async move {
                 while let Ok((client, _)) = listener.accept().await {
                     let Some(address) = *upstream.lock().expect("proxy lock") else {
                         continue;
                     };
-                    let (latency_ms, cuts, corruption) = (latency_ms.clone(), cuts.clone(), corruption.clone());
+                    let (latency_ms, cuts) = (latency_ms.clone(), cuts.clone());
+                    let (corruption, losses) = (corruption.clone(), losses.clone());
                     let mut stalls = stalls.clone();
                     stalls.mark_unchanged();
                     tokio::spawn(async move {
                         if let Ok(server) = TcpStream::connect(address).await {
-                            carry(client, server, latency_ms, cuts, stalls, corruption).await;
+                            carry(client, server, latency_ms, cuts, stalls, corruption, losses).await;
                         }
                     });
                 }
@@ -67,8 +80,21 @@ impl FaultProxy {
             cut,
             stall,
             corruption,
+            losses,
             accept,
         }
+    }
+
+    /// Loses requests on the way: the next `times` request frames of API `api_key` (0 is
+    /// Produce) whose bytes contain `marker` (a topic name, say) are not forwarded. The
+    /// connection stays open and carries the requests behind them, so the client sees no
+    /// answer to those only. Adds to the losses asked for before.
+    pub fn lose_requests(&self, api_key: i16, marker: &[u8], times: u32) {
+        self.losses.lock().expect("proxy lock").push(RequestLoss {
+            api_key,
+            marker: marker.to_vec(),
+            times,
+        });
     }
 
     /// Stalls every connection open now: it stays open but carries nothing more, either way,
@@ -124,17 +150,78 @@ async fn carry(
     mut cuts: watch::Receiver<u64>,
     stalls: watch::Receiver<u64>,
     corruption: Arc<Mutex<Vec<Corruption>>>,
+    losses: Arc<Mutex<Vec<RequestLoss>>>,
 ) {
     let _ = (client.set_nodelay(true), server.set_nodelay(true));
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
-    let up = pipe(client_read, server_write, latency_ms.clone(), stalls.clone(), None);
-    let down = pipe(server_read, client_write, latency_ms, stalls, Some(corruption));
+    let up = pipe(
+        client_read,
+        server_write,
+        latency_ms.clone(),
+        stalls.clone(),
+        Tamper::Requests(losses, Vec::new()),
+    );
+    let down = pipe(
+        server_read,
+        client_write,
+        latency_ms,
+        stalls,
+        Tamper::Responses(corruption),
+    );
     cuts.mark_unchanged();
     tokio::select! {
         _ = async { tokio::join!(up, down) } => {}
         _ = cuts.changed() => {} // Dropping both halves closes both sockets.
     }
+}
+
+/// What a direction does to the bytes it carries.
+enum Tamper {
+    /// Client to broker: loses requests, cut into whole frames (the bytes of an incomplete
+    /// frame wait for the rest).
+    Requests(Arc<Mutex<Vec<RequestLoss>>>, Vec<u8>),
+    /// Broker to client: damages bytes.
+    Responses(Arc<Mutex<Vec<Corruption>>>),
+}
+
+impl Tamper {
+    /// The bytes to forward for a chunk read.
+    fn apply(&mut self, chunk: &[u8]) -> Vec<u8> {
+        match self {
+            Tamper::Responses(corruption) => {
+                let mut chunk = chunk.to_vec();
+                damage(&mut chunk, &mut corruption.lock().expect("proxy lock"));
+                chunk
+            }
+            Tamper::Requests(losses, partial) => {
+                partial.extend_from_slice(chunk);
+                let mut forward = Vec::with_capacity(partial.len());
+                let mut at = 0;
+                while partial.len() - at >= 6 {
+                    let size = i32::from_be_bytes(partial[at..at + 4].try_into().expect("4 bytes")).max(0) as usize;
+                    let Some(frame) = partial.get(at..at + 4 + size) else {
+                        break;
+                    };
+                    if !lose(frame, &mut losses.lock().expect("proxy lock")) {
+                        forward.extend_from_slice(frame);
+                    }
+                    at += 4 + size;
+                }
+                partial.drain(..at);
+                forward
+            }
+        }
+    }
+}
+
+/// Whether to lose this request frame (size, API key, ...): counts the loss if so.
+fn lose(frame: &[u8], losses: &mut [RequestLoss]) -> bool {
+    let api_key = i16::from_be_bytes([frame[4], frame[5]]);
+    let loss = losses.iter_mut().find(|l| {
+        l.times > 0 && l.api_key == api_key && frame.windows(l.marker.len()).any(|w| w == l.marker.as_slice())
+    });
+    loss.map(|l| l.times -= 1).is_some()
 }
 
 /// Copies one direction; each chunk is delivered `latency` after it was read, without holding
@@ -144,7 +231,7 @@ async fn pipe(
     mut to: tokio::net::tcp::OwnedWriteHalf,
     latency_ms: Arc<AtomicU64>,
     stalls: watch::Receiver<u64>,
-    corruption: Option<Arc<Mutex<Vec<Corruption>>>>,
+    mut tamper: Tamper,
 ) {
     let (chunks, mut due) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let reader = async move {
@@ -154,10 +241,7 @@ async fn pipe(
                 break;
             }
             let at = Instant::now() + Duration::from_millis(latency_ms.load(Ordering::Relaxed));
-            let mut chunk = buffer[..n].to_vec();
-            if let Some(corruption) = &corruption {
-                damage(&mut chunk, &mut corruption.lock().expect("proxy lock"));
-            }
+            let chunk = tamper.apply(&buffer[..n]);
             if chunks.send((at, chunk)).is_err() {
                 break;
             }

@@ -482,3 +482,31 @@ async fn connections_that_stall_are_closed_after_the_request_timeout_and_lose_no
     let duplicates = check_numbered(&target, &remote, partitions, 20 * per_batch).await;
     println!("stalled connections: {total} records, 0 lost, {duplicates} duplicated");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_first_batch_lost_on_the_way_is_resent_ahead_of_the_batches_behind_it() {
+    let clusters = clusters();
+    let (_cluster, proxy, bootstrap) = proxied_cluster("lost-target").await;
+    let source = client(&clusters.source).await;
+    let topic = unique("lost-produce");
+    let (partitions, batches, per_batch) = (1, 20, 200);
+    create_topic(&source, &topic, partitions).await;
+    write_numbered(&source, &topic, partitions, batches, per_batch).await;
+    let total = (partitions as usize * batches * per_batch) as i64;
+    let remote = format!("source.{topic}");
+    // The first Produce of the remote topic never reaches the broker, while the connection
+    // stays open. A broker takes any first sequence from a producer id it does not know, so
+    // batches sent behind it would be appended ahead of it: 200..999, then 0..
+    proxy.lose_requests(0, remote.as_bytes(), 1);
+    let properties = mm2_properties(&topic, "target.producer.request.timeout.ms = 3000")
+        .replace(&clusters.target.bootstrap_servers(), &bootstrap);
+    let mirror = start_mirror(&properties);
+    let target = strait_client::KafkaClient::connect(strait_client::ClientConfig::new(&bootstrap))
+        .await
+        .unwrap();
+    wait_until_complete(&target, &remote, total).await;
+    mirror.stop().await.unwrap();
+    let duplicates = check_numbered(&target, &remote, partitions, batches * per_batch).await;
+    println!("a lost first Produce: {total} records, 0 lost, {duplicates} duplicated");
+    assert_eq!(duplicates, 0, "the lost batch never landed, so nothing lands twice");
+}

@@ -431,7 +431,8 @@ async fn out_of_range(context: &PartitionContext, route: &PartitionRoute, positi
 struct Pending {
     outgoing: Outgoing,
     sequence: i32,
-    /// The request on the wire, or why it could not be sent; `None` once awaited.
+    /// The request on the wire, or why it could not be sent; `None` before it is sent (and while
+    /// its answer is handled).
     response: Option<Result<PendingProduce, Error>>,
     /// Why the batch could not be rewritten (its source CRC does not match, say): the
     /// partition stops at it rather than skip it.
@@ -505,13 +506,12 @@ async fn produce_loop(
                 Some(Item::Skip { last }) => skipped.push_back((sent_total, last)),
                 Some(Item::Forward(outgoing)) => {
                     let sequence = producer.next_sequence(&outgoing.batch);
-                    let mut pending = Pending::new(outgoing, sequence);
-                    producer.send(&mut pending).await;
-                    in_flight.push_back(pending);
+                    in_flight.push_back(Pending::new(outgoing, sequence));
                     sent_total += 1;
                 }
             }
         }
+        producer.send_window(&mut in_flight).await;
         let Some(front) = in_flight.front_mut() else { continue };
         if let Some(error) = front.rewrite_error.take() {
             return Err(MirrorError::Batch {
@@ -531,6 +531,7 @@ async fn produce_loop(
                 let done = in_flight.pop_front().expect("front exists");
                 acked_total += 1;
                 producer.backoff.reset();
+                producer.known = true;
                 let batch = &done.outgoing.batch;
                 context
                     .stats
@@ -626,6 +627,11 @@ struct Producer {
     /// order: the target accepts any first sequence from a producer id it does not know yet,
     /// so it would append them ahead of the one that failed.
     unsent: Option<Error>,
+    /// Whether the target acknowledged a batch of this producer id, and so knows its sequence.
+    /// Until then one batch at a time is in flight: a broker accepts any first sequence from
+    /// an id it does not know, so if the first batch were refused (NOT_LEADER_OR_FOLLOWER on
+    /// a topic just created, say) or lost on the way, the ones behind it would land ahead of it.
+    known: bool,
 }
 
 impl Producer {
@@ -641,6 +647,7 @@ impl Producer {
             backoff: Backoff::default(),
             timeout_ms: context.request_timeout_ms,
             unsent: None,
+            known: false,
         })
     }
 
@@ -662,6 +669,7 @@ impl Producer {
         in_flight: &mut VecDeque<Pending>,
     ) -> Result<(), MirrorError> {
         self.identity = init_producer_id(context).await?;
+        self.known = false;
         self.next_sequence = 0;
         for pending in in_flight.iter_mut() {
             pending.sequence = self.next_sequence(&pending.outgoing.batch);
@@ -669,11 +677,26 @@ impl Producer {
         Ok(())
     }
 
-    /// Sends every batch in flight again, in order.
+    /// Sends the batches in flight again, in order (as many as [`Producer::send_window`] may).
     async fn send_all(&mut self, in_flight: &mut VecDeque<Pending>) {
         self.unsent = None;
         for pending in in_flight.iter_mut() {
-            self.send(pending).await;
+            pending.response = None;
+        }
+        self.send_window(in_flight).await;
+    }
+
+    /// Sends the batches not on the wire yet, in order, up to [`MAX_IN_FLIGHT`] in flight (the
+    /// broker's deduplication window), or one while the target does not know the producer id.
+    async fn send_window(&mut self, in_flight: &mut VecDeque<Pending>) {
+        let window = if self.known { MAX_IN_FLIGHT } else { 1 };
+        for pending in in_flight.iter_mut().take(window) {
+            if pending.rewrite_error.is_some() {
+                break; // The partition stops at it; nothing behind it goes out.
+            }
+            if pending.response.is_none() {
+                self.send(pending).await;
+            }
         }
     }
 
