@@ -24,6 +24,9 @@ use crate::{AuthenticationFailure, Error, KafkaCode, Result};
 
 /// The largest response frame we accept; larger sizes mean a broken stream.
 const MAX_FRAME: usize = 256 * 1024 * 1024;
+/// How much more room the read buffer takes at a time while a frame arrives. A Fetch response
+/// (2 MiB per partition) fits in one step.
+const FRAME_GROWTH: usize = 8 * 1024 * 1024;
 /// Requests queued for the writer before senders wait.
 const QUEUE: usize = 64;
 
@@ -577,11 +580,51 @@ async fn fill<R: AsyncRead + Unpin>(
     wanted: usize,
 ) -> std::result::Result<(), FrameError> {
     while buffer.len() < wanted {
-        buffer.reserve((wanted - buffer.len()).max(64 * 1024));
+        // Room for what is missing, but at most FRAME_GROWTH more at a time: the size comes
+        // from the peer, and a frame announced as 256 MiB may never arrive.
+        buffer.reserve((wanted - buffer.len()).clamp(64 * 1024, FRAME_GROWTH));
         let read = socket.read_buf(buffer).await.map_err(FrameError::Io)?;
         if read == 0 {
             return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into()));
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_frame_announced_but_not_sent_does_not_reserve_its_size() {
+        let mut stream: Vec<u8> = (200 * 1024 * 1024i32).to_be_bytes().to_vec();
+        stream.extend_from_slice(&[0; 10]);
+        let mut buffer = BytesMut::new();
+        let result = read_frame(&mut stream.as_slice(), &mut buffer).await;
+        assert!(matches!(result, Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof));
+        assert!(
+            buffer.capacity() <= 2 * FRAME_GROWTH,
+            "{} bytes reserved",
+            buffer.capacity()
+        );
+    }
+
+    #[tokio::test]
+    async fn frames_split_off_whole_and_leave_the_rest() {
+        let mut stream = Vec::new();
+        for body in [&b"first"[..], &[7u8; 3 * 1024 * 1024][..], b""] {
+            stream.extend_from_slice(&(body.len() as i32).to_be_bytes());
+            stream.extend_from_slice(body);
+        }
+        let (mut reader, mut buffer) = (stream.as_slice(), BytesMut::new());
+        assert_eq!(&read_frame(&mut reader, &mut buffer).await.ok().unwrap()[..], b"first");
+        assert_eq!(
+            read_frame(&mut reader, &mut buffer).await.ok().unwrap().len(),
+            3 * 1024 * 1024
+        );
+        assert!(read_frame(&mut reader, &mut buffer).await.ok().unwrap().is_empty());
+        let oversize = (MAX_FRAME as i32 + 1).to_be_bytes();
+        let result = read_frame(&mut &oversize[..], &mut BytesMut::new()).await;
+        assert!(matches!(result, Err(FrameError::Size(size)) if size == MAX_FRAME as i64 + 1));
+    }
 }

@@ -17,17 +17,27 @@ const XERIAL_BLOCK: usize = 32 * 1024;
 /// claiming more is corrupt; checked because the claimed size is allocated up front.
 const SNAPPY_MAX_RATIO: usize = 32;
 
+/// The most a batch's records may take uncompressed. Kafka sets no such limit, but without one
+/// a 1 MiB zstd batch of zeros would ask for about 32 GiB and end the process (a
+/// decompression bomb, or corrupt data); as large as the largest response frame Strait reads.
+pub(crate) const MAX_DECOMPRESSED: usize = 256 * 1024 * 1024;
+
 /// Decompresses a batch's records section; uncompressed data comes back as the same buffer.
 pub(crate) fn decompress(codec: Compression, data: Bytes, base_offset: i64) -> Result<Bytes, WireError> {
+    decompress_at_most(codec, data, base_offset, MAX_DECOMPRESSED)
+}
+
+/// [`decompress`], refusing output over `limit` bytes.
+fn decompress_at_most(codec: Compression, data: Bytes, base_offset: i64, limit: usize) -> Result<Bytes, WireError> {
     let plain = match codec {
         Compression::None => return Ok(data),
         // Kafka reads gzip with Java's GZIPInputStream, which also reads concatenated members.
-        Compression::Gzip => read_all(flate2::read::MultiGzDecoder::new(&data[..]), data.len()),
-        Compression::Lz4 => read_all(lz4_flex::frame::FrameDecoder::new(&data[..]), data.len()),
+        Compression::Gzip => read_all(flate2::read::MultiGzDecoder::new(&data[..]), data.len(), limit),
+        Compression::Lz4 => read_all(lz4_flex::frame::FrameDecoder::new(&data[..]), data.len(), limit),
         Compression::Zstd => zstd::stream::read::Decoder::new(&data[..])
             .map_err(|e| e.to_string())
-            .and_then(|decoder| read_all(decoder, data.len())),
-        Compression::Snappy => snappy_decompress(&data),
+            .and_then(|decoder| read_all(decoder, data.len(), limit)),
+        Compression::Snappy => snappy_decompress(&data, limit),
     };
     plain.map(Bytes::from).map_err(|reason| WireError::Decompression {
         base_offset,
@@ -36,15 +46,25 @@ pub(crate) fn decompress(codec: Compression, data: Bytes, base_offset: i64) -> R
     })
 }
 
-fn read_all(mut reader: impl Read, compressed_len: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(compressed_len.saturating_mul(4));
-    reader.read_to_end(&mut out).map_err(|e| e.to_string())?;
+fn read_all(reader: impl Read, compressed_len: usize, limit: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(compressed_len.saturating_mul(4).min(limit));
+    reader
+        .take(limit as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| e.to_string())?;
+    if out.len() > limit {
+        return Err(too_large(limit));
+    }
     Ok(out)
+}
+
+fn too_large(limit: usize) -> String {
+    format!("more than {limit} bytes uncompressed, the most Strait accepts in one batch (corrupt data, or a decompression bomb)")
 }
 
 /// Reads snappy-java's framing (header, then blocks of i32 length + raw snappy block) or, as
 /// snappy-java does for data without the header, one raw snappy block.
-fn snappy_decompress(data: &[u8]) -> Result<Vec<u8>, String> {
+fn snappy_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     let mut decoder = snap::raw::Decoder::new();
     let mut block = |block: &[u8]| -> Result<(), String> {
@@ -56,6 +76,9 @@ fn snappy_decompress(data: &[u8]) -> Result<Vec<u8>, String> {
             ));
         }
         let start = out.len();
+        if start + len > limit {
+            return Err(too_large(limit));
+        }
         out.resize(start + len, 0);
         let written = decoder
             .decompress(block, &mut out[start..])
@@ -166,6 +189,37 @@ mod tests {
             decompress(Compression::Snappy, raw.into(), 0).unwrap(),
             "unframed snappy"
         );
+    }
+
+    #[test]
+    fn output_over_the_limit_is_refused_in_every_codec() {
+        let limit = data().len();
+        for codec in CODECS.into_iter().skip(1) {
+            let compressed = Bytes::from(compress(codec, data()));
+            let exact = decompress_at_most(codec, compressed.clone(), 7, limit).unwrap();
+            assert_eq!(exact.len(), limit, "{codec}");
+            let error = decompress_at_most(codec, compressed, 7, limit - 1)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains(&format!("more than {} bytes uncompressed", limit - 1)),
+                "{codec}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_zstd_bomb_is_refused() {
+        // 300 MiB of zeros in a few KiB, written in pieces so the test never holds 300 MiB.
+        let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        let zeros = vec![0u8; 1024 * 1024];
+        for _ in 0..300 {
+            encoder.write_all(&zeros).unwrap();
+        }
+        let bomb = encoder.finish().unwrap();
+        assert!(bomb.len() < 64 * 1024, "{} bytes", bomb.len());
+        let error = decompress(Compression::Zstd, bomb.into(), 42).unwrap_err().to_string();
+        assert!(error.contains("more than 268435456 bytes uncompressed"), "{error}");
     }
 
     #[test]
