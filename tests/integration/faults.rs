@@ -26,34 +26,70 @@ async fn proxied_cluster(name: &'static str) -> (KafkaCluster, FaultProxy, Strin
     (cluster, proxy, bootstrap)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn connections_cut_during_a_transfer_lose_nothing() {
+/// Numbered data to mirror to a target reached only through a fault proxy.
+struct ProxiedTransfer {
+    _cluster: KafkaCluster,
+    proxy: FaultProxy,
+    source: strait_client::KafkaClient,
+    topic: String,
+    /// `source.<topic>`, on the target.
+    remote: String,
+    /// An `mm2.properties` of the flow `source->target`, with the target through the proxy.
+    properties: String,
+    /// A client of the target, through the proxy.
+    target: strait_client::KafkaClient,
+    /// The records written.
+    total: i64,
+}
+
+/// Starts a proxied target cluster `name` and writes `partitions` × `batches` × `per_batch`
+/// numbered records to a new source topic named after `prefix`; `extra` goes into the
+/// properties. Starting the mirror is the test's, so that it can set up the proxy first.
+async fn proxied_transfer(
+    name: &'static str,
+    prefix: &str,
+    (partitions, batches, per_batch): (i32, usize, usize),
+    extra: &str,
+) -> ProxiedTransfer {
     let clusters = clusters();
-    let (_cluster, proxy, bootstrap) = proxied_cluster("cut-target").await;
+    let (cluster, proxy, bootstrap) = proxied_cluster(name).await;
     let source = client(&clusters.source).await;
-    let topic = unique("cuts");
-    let (partitions, batches, per_batch) = (4, 250, 200);
+    let topic = unique(prefix);
     create_topic(&source, &topic, partitions).await;
     write_numbered(&source, &topic, partitions, batches, per_batch).await;
-    let total = (partitions as usize * batches * per_batch) as i64;
-
-    let properties = mm2_properties(&topic, "").replace(&clusters.target.bootstrap_servers(), &bootstrap);
-    let mirror = start_mirror(&properties);
+    let properties = mm2_properties(&topic, extra).replace(&clusters.target.bootstrap_servers(), &bootstrap);
     let target = strait_client::KafkaClient::connect(strait_client::ClientConfig::new(&bootstrap))
         .await
         .unwrap();
-    let remote = format!("source.{topic}");
+    ProxiedTransfer {
+        _cluster: cluster,
+        proxy,
+        source,
+        remote: format!("source.{topic}"),
+        topic,
+        properties,
+        target,
+        total: (partitions as usize * batches * per_batch) as i64,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connections_cut_during_a_transfer_lose_nothing() {
+    let (partitions, batches, per_batch) = (4, 250, 200);
+    let t = proxied_transfer("cut-target", "cuts", (partitions, batches, per_batch), "").await;
+    let (proxy, target, remote, total) = (&t.proxy, &t.target, &t.remote, t.total);
+    let mirror = start_mirror(&t.properties);
     // Cut during the transfer: from the first record on (a flow that cannot start waits for its
     // clusters, which is another test's business).
     wait_until("the first records on the target", || async {
-        end_offsets(&target, &remote).await > 0
+        end_offsets(target, remote).await > 0
     })
     .await;
     let mut cuts = 0;
     let deadline = Instant::now() + WAIT * 2;
     loop {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let mirrored = end_offsets(&target, &remote).await;
+        let mirrored = end_offsets(target, remote).await;
         if mirrored >= total {
             break;
         }
@@ -64,43 +100,33 @@ async fn connections_cut_during_a_transfer_lose_nothing() {
         proxy.cut_connections();
         cuts += 1;
     }
-    wait_until_complete(&target, &remote, total).await;
+    wait_until_complete(target, remote, total).await;
     mirror.stop().await.unwrap();
-    let duplicates = check_numbered(&target, &remote, partitions, batches * per_batch).await;
+    let duplicates = check_numbered(target, remote, partitions, batches * per_batch).await;
     println!("connection cuts: {total} records, {cuts} cuts, 0 lost, {duplicates} duplicated");
     assert!(cuts >= 1, "the transfer must see cuts ({cuts})");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_link_still_mirrors_at_a_useful_rate() {
-    let clusters = clusters();
-    let (_cluster, proxy, bootstrap) = proxied_cluster("wan-target").await;
-    proxy.set_latency(Duration::from_millis(100)); // 100 ms each way: a 200 ms round trip.
-    let source = client(&clusters.source).await;
-    let topic = unique("wan");
     let (partitions, batches, per_batch) = (4, 50, 500);
-    create_topic(&source, &topic, partitions).await;
-    write_numbered(&source, &topic, partitions, batches, per_batch).await;
-    let total = (partitions as usize * batches * per_batch) as i64;
-
-    let mirror = start_mirror(&mm2_properties(&topic, "").replace(&clusters.target.bootstrap_servers(), &bootstrap));
-    let target = strait_client::KafkaClient::connect(strait_client::ClientConfig::new(&bootstrap))
-        .await
-        .unwrap();
-    let remote = format!("source.{topic}");
+    let t = proxied_transfer("wan-target", "wan", (partitions, batches, per_batch), "").await;
+    let (target, remote, total) = (&t.target, &t.remote, t.total);
+    t.proxy.set_latency(Duration::from_millis(100)); // 100 ms each way: a 200 ms round trip.
+    let mirror = start_mirror(&t.properties);
     // Time the copy itself, from the first record on: start-up is a handful of round trips.
     wait_until("the first records across the slow link", || async {
-        end_offsets(&target, &remote).await > 0
+        end_offsets(target, remote).await > 0
     })
     .await;
     let started = Instant::now();
     wait_until("all records across the slow link", || async {
-        end_offsets(&target, &remote).await >= total
+        end_offsets(target, remote).await >= total
     })
     .await;
     let elapsed = started.elapsed();
     mirror.stop().await.unwrap();
-    let duplicates = check_numbered(&target, &remote, partitions, batches * per_batch).await;
+    let duplicates = check_numbered(target, remote, partitions, batches * per_batch).await;
     let rate = total as f64 / elapsed.as_secs_f64();
     println!("200 ms RTT: {total} records ({partitions} partitions x {batches} batches) in {elapsed:.1?}, {rate:.0} records/s, {duplicates} duplicated");
     // One batch per round trip per partition would be 4 x 500 / 0.2 s = 10 000 records/s;
@@ -455,58 +481,41 @@ async fn a_source_leader_change_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn connections_that_stall_are_closed_after_the_request_timeout_and_lose_nothing() {
-    let clusters = clusters();
-    let (_cluster, proxy, bootstrap) = proxied_cluster("stall-target").await;
-    let source = client(&clusters.source).await;
-    let topic = unique("stall");
     let (partitions, per_batch) = (2, 200);
-    create_topic(&source, &topic, partitions).await;
-    write_numbered(&source, &topic, partitions, 10, per_batch).await;
-    let properties = mm2_properties(&topic, "").replace(&clusters.target.bootstrap_servers(), &bootstrap);
-    let mirror = start_mirror(&properties);
-    let target = strait_client::KafkaClient::connect(strait_client::ClientConfig::new(&bootstrap))
-        .await
-        .unwrap();
-    let remote = format!("source.{topic}");
-    wait_until_complete(&target, &remote, 10 * per_batch as i64 * partitions as i64).await;
+    let extra = "target.producer.request.timeout.ms = 5000";
+    let t = proxied_transfer("stall-target", "stall", (partitions, 10, per_batch), extra).await;
+    let mirror = start_mirror(&t.properties);
+    wait_until_complete(&t.target, &t.remote, t.total).await;
     // Every connection to the target goes silent (a half-dead path: open, nothing gets through),
-    // with data arriving at the source. Only the request timeout (30 s) can tell.
-    proxy.stall_connections();
-    write_numbered_from(&source, &topic, partitions, 10, 10, per_batch).await;
-    let total = 20 * per_batch as i64 * partitions as i64;
-    let target = strait_client::KafkaClient::connect(strait_client::ClientConfig::new(&bootstrap))
+    // with data arriving at the source. Only the request timeout (here 5 s) can tell.
+    t.proxy.stall_connections();
+    write_numbered_from(&t.source, &t.topic, partitions, 10, 10, per_batch).await;
+    let total = 2 * t.total;
+    let (target, remote) = (t.target.clone(), &t.remote);
+    // This test's own client is stalled too: a new one, on a new connection.
+    let target = strait_client::KafkaClient::connect(target.config().clone())
         .await
         .unwrap();
-    wait_until_complete(&target, &remote, total).await;
+    wait_until_complete(&target, remote, total).await;
     mirror.stop().await.unwrap();
-    let duplicates = check_numbered(&target, &remote, partitions, 20 * per_batch).await;
+    let duplicates = check_numbered(&target, remote, partitions, 20 * per_batch).await;
     println!("stalled connections: {total} records, 0 lost, {duplicates} duplicated");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_first_batch_lost_on_the_way_is_resent_ahead_of_the_batches_behind_it() {
-    let clusters = clusters();
-    let (_cluster, proxy, bootstrap) = proxied_cluster("lost-target").await;
-    let source = client(&clusters.source).await;
-    let topic = unique("lost-produce");
     let (partitions, batches, per_batch) = (1, 20, 200);
-    create_topic(&source, &topic, partitions).await;
-    write_numbered(&source, &topic, partitions, batches, per_batch).await;
-    let total = (partitions as usize * batches * per_batch) as i64;
-    let remote = format!("source.{topic}");
+    let extra = "target.producer.request.timeout.ms = 3000";
+    let t = proxied_transfer("lost-target", "lost-produce", (partitions, batches, per_batch), extra).await;
+    let (target, remote, total) = (&t.target, &t.remote, t.total);
     // The first Produce of the remote topic never reaches the broker, while the connection
     // stays open. A broker takes any first sequence from a producer id it does not know, so
     // batches sent behind it would be appended ahead of it: 200..999, then 0..
-    proxy.lose_requests(0, remote.as_bytes(), 1);
-    let properties = mm2_properties(&topic, "target.producer.request.timeout.ms = 3000")
-        .replace(&clusters.target.bootstrap_servers(), &bootstrap);
-    let mirror = start_mirror(&properties);
-    let target = strait_client::KafkaClient::connect(strait_client::ClientConfig::new(&bootstrap))
-        .await
-        .unwrap();
-    wait_until_complete(&target, &remote, total).await;
+    t.proxy.lose_requests(0, remote.as_bytes(), 1);
+    let mirror = start_mirror(&t.properties);
+    wait_until_complete(target, remote, total).await;
     mirror.stop().await.unwrap();
-    let duplicates = check_numbered(&target, &remote, partitions, batches * per_batch).await;
+    let duplicates = check_numbered(target, remote, partitions, batches * per_batch).await;
     println!("a lost first Produce: {total} records, 0 lost, {duplicates} duplicated");
     assert_eq!(duplicates, 0, "the lost batch never landed, so nothing lands twice");
 }

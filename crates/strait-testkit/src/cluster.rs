@@ -115,7 +115,7 @@ impl KafkaCluster {
             };
             write(
                 &dir.join("server.properties"),
-                &server_properties(&options, &dir, port, controller_port, security.as_ref()),
+                &server_properties(&options, &dir, Node::Combined, port, controller_port, security.as_ref()),
             )?;
             if attempt == 0 {
                 format_storage(dist, &options.name, &dir, &cluster_id, security.as_ref())?;
@@ -194,25 +194,8 @@ impl KafkaCluster {
         let janitor = Guarded::janitor(&dir)?;
         write(&dir.join("log4j2.xml"), &broker_log4j2(&dir.join("broker.log")))?;
         let port = free_port()?;
-        let mut properties = vec![
-            ("process.roles".to_string(), "broker".to_string()),
-            ("node.id".into(), node_id.to_string()),
-            (
-                "controller.quorum.voters".into(),
-                format!("1@127.0.0.1:{}", self.controller_port),
-            ),
-            ("listeners".into(), format!("PLAINTEXT://127.0.0.1:{port}")),
-            ("advertised.listeners".into(), format!("PLAINTEXT://127.0.0.1:{port}")),
-            ("controller.listener.names".into(), "CONTROLLER".into()),
-            ("inter.broker.listener.name".into(), "PLAINTEXT".into()),
-            (
-                "listener.security.protocol.map".into(),
-                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".into(),
-            ),
-            ("log.dirs".into(), dir.join("data").display().to_string()),
-        ];
-        properties.extend(self.options.properties.iter().cloned());
-        let text: String = properties.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        let node = Node::Broker(node_id);
+        let text = server_properties(&self.options, &dir, node, port, self.controller_port, None);
         write(&dir.join("server.properties"), &text)?;
         format_storage(dist, &name, &dir, &self.cluster_id, None)?;
         let options = ClusterOptions {
@@ -256,24 +239,39 @@ impl Drop for KafkaCluster {
     }
 }
 
+/// Which node of a cluster a `server.properties` is for.
+#[derive(Debug, Clone, Copy)]
+enum Node {
+    /// The first node, node 1: broker and the cluster's controller.
+    Combined,
+    /// A node added by [`KafkaCluster::add_broker`]: a broker only, with node 1 as controller.
+    Broker(u32),
+}
+
 fn server_properties(
     options: &ClusterOptions,
     dir: &Path,
+    node: Node,
     port: u16,
     controller_port: u16,
     security: Option<&SecureListeners>,
 ) -> String {
+    let (roles, node_id, listeners) = match node {
+        Node::Combined => (
+            "broker,controller",
+            1,
+            format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"),
+        ),
+        Node::Broker(node_id) => ("broker", node_id, format!("PLAINTEXT://127.0.0.1:{port}")),
+    };
     let mut properties = vec![
-        ("process.roles".to_string(), "broker,controller".to_string()),
-        ("node.id".into(), "1".into()),
+        ("process.roles".to_string(), roles.to_string()),
+        ("node.id".into(), node_id.to_string()),
         (
             "controller.quorum.voters".into(),
             format!("1@127.0.0.1:{controller_port}"),
         ),
-        (
-            "listeners".into(),
-            format!("PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"),
-        ),
+        ("listeners".into(), listeners),
         ("advertised.listeners".into(), format!("PLAINTEXT://127.0.0.1:{port}")),
         ("controller.listener.names".into(), "CONTROLLER".into()),
         ("inter.broker.listener.name".into(), "PLAINTEXT".into()),
