@@ -5,6 +5,7 @@ use strait_client::{AlterConfigOp, ConfigEntry, ConfigSource, KafkaClient};
 use strait_config::FlowConfig;
 use tokio::sync::watch;
 
+use crate::flow::replicated_topics;
 use crate::internal::next_tick;
 use crate::MirrorError;
 
@@ -65,11 +66,12 @@ async fn sync_configs(
     source: &KafkaClient,
     target: &KafkaClient,
 ) -> Result<(), strait_client::Error> {
-    let source_topics = source.metadata(None).await?.topics;
+    let source_metadata = source.metadata(None).await?;
     let target_topics = target.metadata(None).await?.topics;
-    for (topic, metadata) in &source_topics {
+    // A topic whose metadata has an error this round is synced the next.
+    for (topic, _) in replicated_topics(flow, &source_metadata) {
         let remote = flow.remote_topic(topic);
-        if metadata.is_internal || !flow.should_replicate_topic(topic) || !target_topics.contains_key(&remote) {
+        if !target_topics.contains_key(&remote) {
             continue;
         }
         let ops = config_ops(flow, &source.describe_topic_configs(topic).await?);
