@@ -41,11 +41,6 @@ fn broker() -> &'static Broker {
     })
 }
 
-/// See `strait_fuzz::Overcommit`: lets fuzzing go on past kafka-protocol's unbounded array
-/// preallocation (README, "Known issues").
-#[global_allocator]
-static ALLOCATOR: strait_fuzz::Overcommit = strait_fuzz::Overcommit;
-
 fuzz_target!(|data: &[u8]| {
     let broker = broker();
     let config = ConnectionConfig {

@@ -31,11 +31,6 @@ fn check(code: i16) {
     let _ = Error::check(code, || "fuzz".to_owned(), None).map_err(|e| (e.to_string(), e.is_retriable()));
 }
 
-/// See `strait_fuzz::Overcommit`: lets fuzzing go on past kafka-protocol's unbounded array
-/// preallocation (README, "Known issues").
-#[global_allocator]
-static ALLOCATOR: strait_fuzz::Overcommit = strait_fuzz::Overcommit;
-
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, frame)) = data.split_first() else {
         return;

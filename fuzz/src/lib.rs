@@ -1,8 +1,6 @@
 //! Code shared by the fuzz targets: what every target does with a record set or a batch, and the
 //! properties it checks. A property that fails panics, which libFuzzer reports as a crash.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-
 use bytes::Bytes;
 use strait_wire::{
     decode_records, rebuild_batch, AbortedTransactionFilter, ProducerState, Record, RecordBatch, RecordBatches,
@@ -179,61 +177,4 @@ pub fn fix_up(data: &[u8]) -> Bytes {
     let crc = crc32c::crc32c(&bytes[21..]);
     bytes[17..21].copy_from_slice(&crc.to_be_bytes());
     Bytes::from(bytes)
-}
-
-/// Requests from this size up are served by [`Overcommit`] from unreserved address space.
-const HUGE: usize = 1 << 30;
-
-/// The global allocator of the client targets.
-///
-/// kafka-protocol 0.18 decodes every array with `Vec::with_capacity(count)`, the count read from
-/// the wire, so a response claiming 2^28 elements asks for tens of GiB before it runs out of
-/// bytes (see "Known issues" in README.md; it aborts Strait, and the fuzzer reports it at
-/// once). So that fuzzing can go on past that one known issue, requests of 1 GiB or more get
-/// address space from `mmap(MAP_NORESERVE)`, which costs nothing until touched, as Linux
-/// overcommit would give; the decoder then fails on the missing bytes and frees it. Smaller
-/// requests go to the system allocator (ASan's, in a fuzz build), so every other leak, overflow
-/// and `-rss_limit_mb` check still applies.
-pub struct Overcommit;
-
-// SAFETY: huge blocks come from mmap with page alignment (so any alignment up to a page holds)
-// and go back to munmap with the same size; everything else is the system allocator's.
-unsafe impl GlobalAlloc for Overcommit {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() < HUGE || layout.align() > 4096 {
-            return unsafe { System.alloc(layout) };
-        }
-        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
-        let prot = libc::PROT_READ | libc::PROT_WRITE;
-        let block = unsafe { libc::mmap(std::ptr::null_mut(), layout.size(), prot, flags, -1, 0) };
-        if block == libc::MAP_FAILED {
-            std::ptr::null_mut()
-        } else {
-            block.cast()
-        }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if layout.size() < HUGE || layout.align() > 4096 {
-            unsafe { System.dealloc(ptr, layout) }
-        } else {
-            unsafe { libc::munmap(ptr.cast(), layout.size()) };
-        }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if layout.size() < HUGE && new_size < HUGE {
-            return unsafe { System.realloc(ptr, layout, new_size) };
-        }
-        // SAFETY: as GlobalAlloc's default: a new block, the common prefix copied, the old freed.
-        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
-        let new = unsafe { self.alloc(new_layout) };
-        if !new.is_null() {
-            unsafe {
-                std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
-                self.dealloc(ptr, layout);
-            }
-        }
-        new
-    }
 }
