@@ -16,6 +16,9 @@ use crate::metrics::{Histogram, PrometheusText, Window};
 
 /// Mappings kept per partition; older ones are dropped.
 const MAPPINGS_KEPT: usize = 128;
+/// Fetched, unmirrored batches listed per partition for the lag in seconds (the fetch queue
+/// and the batches in flight hold far fewer).
+const UNMIRRORED_KEPT: usize = 256;
 
 /// Where one forwarded batch landed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,8 +78,9 @@ pub struct PartitionLag {
     pub source_end: Option<i64>,
     /// Records the target is behind (`source_end - position`).
     pub records: i64,
-    /// How long the partition has been behind its source end (0 when caught up); `None` when
-    /// read from the clusters rather than from a running mirror.
+    /// How old the oldest record not yet mirrored is, by its timestamp (0 when caught up).
+    /// Until that record is fetched, how long the partition has been behind its source end.
+    /// `None` when read from the clusters rather than from a running mirror.
     pub seconds: Option<f64>,
 }
 
@@ -94,6 +98,8 @@ struct PartitionStats {
     source_end: Option<i64>,
     /// When the position last reached the source end (or the partition started).
     caught_up_ms: i64,
+    /// Fetched batches not mirrored yet, oldest first: (last offset, first record's timestamp).
+    unmirrored: VecDeque<(i64, i64)>,
     /// Why the partition stopped, if it did.
     error: Option<String>,
     mappings: VecDeque<OffsetMapping>,
@@ -113,6 +119,7 @@ impl PartitionStats {
             position: None,
             source_end: None,
             caught_up_ms: now,
+            unmirrored: VecDeque::new(),
             error: None,
             mappings: VecDeque::new(),
         }
@@ -141,7 +148,11 @@ impl PartitionStats {
             source_end: self.source_end,
             records,
             seconds: Some(if records > 0 {
-                (now - self.caught_up_ms).max(0) as f64 / 1000.0
+                let since = match self.unmirrored.front() {
+                    Some(&(_, timestamp)) if timestamp >= 0 => timestamp,
+                    _ => self.caught_up_ms,
+                };
+                (now - since).max(0) as f64 / 1000.0
             } else {
                 0.0
             }),
@@ -277,19 +288,35 @@ impl Stats {
         });
     }
 
-    /// A batch whose newest record has `max_timestamp` was fetched (MM2 measures record age
-    /// when records are polled).
-    pub(crate) fn record_polled(&self, topic: &str, partition: i32, max_timestamp: i64) {
-        if max_timestamp >= 0 {
-            self.partition(topic, partition, |p, now| {
-                p.record_age_ms.record((now - max_timestamp).max(0) as f64, now)
-            });
-        }
+    /// A batch ending at `last_offset`, whose first record has `first_timestamp` and newest
+    /// `max_timestamp`, was fetched (MM2 measures record age when records are polled).
+    pub(crate) fn record_polled(
+        &self,
+        topic: &str,
+        partition: i32,
+        last_offset: i64,
+        first_timestamp: i64,
+        max_timestamp: i64,
+    ) {
+        self.partition(topic, partition, |p, now| {
+            if max_timestamp >= 0 {
+                p.record_age_ms.record((now - max_timestamp).max(0) as f64, now);
+            }
+            // A batch fetched again (after a failed send) is already listed. The queue between
+            // fetcher and producer bounds the list; the cap only guards against a bug.
+            let newer = p.unmirrored.back().is_none_or(|&(last, _)| last_offset > last);
+            if newer && p.unmirrored.len() < UNMIRRORED_KEPT {
+                p.unmirrored.push_back((last_offset, first_timestamp));
+            }
+        });
     }
 
     /// Everything before `next` is mirrored (acknowledged, or needed no forwarding).
     pub(crate) fn record_position(&self, topic: &str, partition: i32, next: i64) {
         self.partition(topic, partition, |p, now| {
+            while p.unmirrored.front().is_some_and(|&(last, _)| last < next) {
+                p.unmirrored.pop_front();
+            }
             p.position = Some(next);
             p.note_caught_up(now);
         });
@@ -568,9 +595,18 @@ mod tests {
         stats.partition_started("t", "a.t", 0, 10);
         assert_eq!(stats.lag()[0].records, 0, "no source end seen yet");
         stats.record_source_end("t", 0, 25);
-        stats.record_polled("t", 0, now_ms() - 5);
+        stats.record_polled("t", 0, 19, now_ms() - 60_000, now_ms() - 50_000);
+        stats.record_polled("t", 0, 24, now_ms() - 40_000, now_ms() - 5);
         let lag = &stats.lag()[0];
         assert_eq!((lag.records, lag.position, lag.source_end), (15, Some(10), Some(25)));
+        let seconds = lag.seconds.unwrap();
+        assert!(
+            (60.0..61.0).contains(&seconds),
+            "the oldest unmirrored record: {seconds}"
+        );
+        stats.record_position("t", 0, 20);
+        let seconds = stats.lag()[0].seconds.unwrap();
+        assert!((40.0..41.0).contains(&seconds), "the next oldest: {seconds}");
         stats.record_acknowledged("t", 0, 15, 1500, now_ms() - 5);
         stats.record_position("t", 0, 25);
         let lag = &stats.lag()[0];
