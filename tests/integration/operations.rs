@@ -252,6 +252,13 @@ async fn strait_lag_matches_the_consumer_groups_tool() {
         .map(|p| (p["partition"].as_i64().unwrap() as i32, p["lag"].as_i64().unwrap()))
         .collect();
     assert_eq!(strait.values().sum::<i64>(), behind, "{report}");
+    // The unmirrored records were written seconds ago: their age is the lag in seconds.
+    for lag in &lags {
+        let seconds = lag["lag_seconds"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("lag_seconds in {lag}"));
+        assert!((0.0..600.0).contains(&seconds), "{lag}");
+    }
 
     // The same positions committed for a consumer group: Kafka's tool must see the same lag.
     let group = unique("lag-group");
@@ -284,7 +291,9 @@ async fn strait_lag_matches_the_consumer_groups_tool() {
         .lines()
         .find(|l| l.contains(&topic) && l.split_whitespace().nth(2) == Some("2"))
         .unwrap_or_else(|| panic!("partition 2 of {topic} in\n{table}"));
-    assert!(row.ends_with(&(3 * per_batch).to_string()), "{row}");
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(columns[6], (3 * per_batch).to_string(), "LAG in {row}");
+    assert!(columns[7].parse::<f64>().is_ok(), "LAG-SECONDS in {row}");
     let _ = std::fs::remove_file(&config);
 }
 

@@ -4,14 +4,17 @@
 
 use strait_client::{KafkaClient, OffsetSpec};
 use strait_config::{AutoOffsetReset, ClientRole, FlowConfig};
-use strait_wire::Heartbeat;
+use strait_wire::{Heartbeat, RecordBatches};
 
 use crate::flow::{connect, replicated_topics};
-use crate::internal::read_tail;
+use crate::internal::{now_ms, read_tail};
 use crate::{MirrorError, PartitionLag, ProgressStore};
 
 /// Heartbeats looked at for the latest one: a few seconds' worth from every flow into the target.
 const HEARTBEATS_READ: i64 = 200;
+/// Bytes asked for when reading the record at a position for its timestamp (a broker returns
+/// the whole first batch even if it is larger).
+const TIMESTAMP_FETCH_BYTES: i32 = 64 * 1024;
 
 /// What the clusters say about a flow, running or not.
 #[derive(Debug, Clone)]
@@ -57,7 +60,8 @@ async fn last_heartbeat(flow: &FlowConfig, target: &KafkaClient) -> Result<Optio
 /// The lag of every partition `flow` replicates, from the clusters (no running mirror needed).
 ///
 /// A partition with no stored position yet counts from where the mirror would start
-/// (`auto.offset.reset`). `seconds` is not known from the clusters and left `None`.
+/// (`auto.offset.reset`). `seconds` is the age of the first record not mirrored, by the
+/// timestamp of the source batch holding it (`None` if it cannot be read).
 pub async fn read_lag(flow: &FlowConfig) -> Result<Vec<PartitionLag>, MirrorError> {
     let source = connect(&flow.source, ClientRole::Admin).await?;
     let target = connect(&flow.target, ClientRole::Admin).await?;
@@ -95,19 +99,41 @@ async fn read_lag_with(
                 AutoOffsetReset::Latest => end,
                 _ => starts.get(&partition).copied(),
             });
+            let records = match (end, from) {
+                (Some(end), Some(from)) => (end - from).max(0),
+                _ => 0,
+            };
+            let seconds = match from {
+                _ if records == 0 => Some(0.0),
+                Some(from) => first_timestamp_at(source, topic, partition, from)
+                    .await
+                    .map(|timestamp| (now_ms() - timestamp).max(0) as f64 / 1000.0),
+                None => None,
+            };
             lags.push(PartitionLag {
                 topic: topic.clone(),
                 remote_topic: flow.remote_topic(topic),
                 partition,
                 position,
                 source_end: end,
-                records: match (end, from) {
-                    (Some(end), Some(from)) => (end - from).max(0),
-                    _ => 0,
-                },
-                seconds: None,
+                records,
+                seconds,
             });
         }
     }
     Ok(lags)
+}
+
+/// The timestamp of the batch holding `offset` (see `RecordBatch::first_timestamp`), if the
+/// source returns it; the lag in records does not depend on it, so a failure only leaves
+/// the seconds out.
+async fn first_timestamp_at(source: &KafkaClient, topic: &str, partition: i32, offset: i64) -> Option<i64> {
+    let fetched = source
+        .fetch(topic, partition, offset, TIMESTAMP_FETCH_BYTES, false)
+        .await
+        .ok()?;
+    let batch = RecordBatches::new(fetched.records)
+        .filter_map(Result::ok)
+        .find(|batch| batch.last_offset() >= offset)?;
+    Some(batch.first_timestamp()).filter(|timestamp| *timestamp >= 0)
 }

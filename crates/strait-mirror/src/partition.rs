@@ -14,7 +14,7 @@ use strait_client::{
 };
 use strait_wire::{
     rebuild_batch, split_batch, AbortedTransactionFilter, BatchVerdict, ProducerState, RecordBatch, RecordBatches,
-    TimestampType, WireError,
+    WireError,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -345,19 +345,10 @@ async fn fetch_loop(
                     error,
                 });
             }
-            // Under LogAppendTime the broker's time stands for every record's.
-            let first_timestamp = match batch.timestamp_type() {
-                TimestampType::LogAppendTime => batch.max_timestamp(),
-                TimestampType::CreateTime => batch.base_timestamp(),
-            };
-            let stats = &context.stats;
-            stats.record_polled(
-                topic,
-                partition,
-                batch.last_offset(),
-                first_timestamp,
-                batch.max_timestamp(),
-            );
+            let (last, first_timestamp) = (batch.last_offset(), batch.first_timestamp());
+            context
+                .stats
+                .record_polled(topic, partition, last, first_timestamp, batch.max_timestamp());
             let verdict = if context.read_committed {
                 filter.check(&batch)
             } else {

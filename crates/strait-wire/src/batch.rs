@@ -200,6 +200,17 @@ impl RecordBatch {
         i64::from_be_bytes(self.field(35))
     }
 
+    /// The first record's timestamp as a consumer sees it, from the header alone: the broker's
+    /// append time under LogAppendTime; otherwise the base timestamp, or, when that holds the
+    /// delete horizon, the largest timestamp (the nearest the header tells).
+    pub fn first_timestamp(&self) -> i64 {
+        if self.timestamp_type() == TimestampType::LogAppendTime || self.has_delete_horizon() {
+            self.max_timestamp()
+        } else {
+            self.base_timestamp()
+        }
+    }
+
     /// The producer id, -1 if none.
     pub fn producer_id(&self) -> i64 {
         i64::from_be_bytes(self.field(43))
@@ -589,6 +600,19 @@ mod tests {
             );
         }
         assert_eq!(Compression::Lz4.to_string(), "lz4");
+    }
+
+    #[test]
+    fn the_first_timestamp_follows_the_timestamp_type_and_delete_horizon() {
+        let batch = sample(Compression::None);
+        let create_time = RecordBatch::new(batch.clone()).unwrap();
+        // Kafka's producer writes the first record's timestamp there; our builder the smallest.
+        assert_eq!(create_time.first_timestamp(), create_time.base_timestamp());
+        assert_eq!(create_time.first_timestamp(), 999);
+        for attribute in [ATTR_LOG_APPEND_TIME, ATTR_DELETE_HORIZON] {
+            let stored = RecordBatch::new(stored(&batch, 0, attribute, -1)).unwrap();
+            assert_eq!(stored.first_timestamp(), stored.max_timestamp(), "{attribute:#x}");
+        }
     }
 
     #[test]

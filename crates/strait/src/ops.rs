@@ -25,6 +25,7 @@ fn lag_json(lag: &PartitionLag) -> Value {
         "position": lag.position,
         "log_end_offset": lag.source_end,
         "lag": lag.records,
+        "lag_seconds": lag.seconds,
     })
 }
 
@@ -61,6 +62,7 @@ pub async fn run_lag(args: OpsArgs) -> anyhow::Result<()> {
         "CURRENT-OFFSET",
         "LOG-END-OFFSET",
         "LAG",
+        "LAG-SECONDS",
     ]
     .map(String::from)];
     for (name, lags) in &flows {
@@ -73,6 +75,7 @@ pub async fn run_lag(args: OpsArgs) -> anyhow::Result<()> {
                 offset(lag.position),
                 offset(lag.source_end),
                 lag.records.to_string(),
+                lag.seconds.map_or_else(|| "-".to_owned(), |s| format!("{s:.1}")),
             ]);
         }
     }
