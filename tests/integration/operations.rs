@@ -340,3 +340,48 @@ async fn a_flow_waits_for_an_unreachable_cluster() {
     let duplicates = check_numbered(&target, &remote, 2, 500).await;
     assert_eq!(duplicates, 0);
 }
+
+/// On a terminal, `strait run` redraws one progress line; `script` (util-linux) gives it one.
+#[tokio::test(flavor = "multi_thread")]
+async fn strait_run_on_a_terminal_draws_a_progress_line() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let target = client(&clusters.target).await;
+    let topic = unique("terminal");
+    create_topic(&source, &topic, 1).await;
+    write_numbered(&source, &topic, 1, 5, 200).await;
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    std::fs::write(&config, mm2_properties(&topic, "")).unwrap();
+    let screen = std::env::temp_dir().join(format!("{topic}.screen"));
+    let command = format!("exec {} run {}", strait_binary().display(), config.display());
+    let script = std::process::Command::new("script")
+        .args(["--quiet", "--return", "--command", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&screen).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("starting `script` (util-linux) to give strait a terminal");
+    // Dropping it kills `script`; the terminal closes and strait, its session leader, gets SIGHUP.
+    let terminal = StraitProcess(script);
+    wait_until_complete(&target, &format!("source.{topic}"), 1000).await;
+    // Each redraw returns to the line's start and clears it. The line wanted counts at least
+    // this test's 1 000 records (the flow also mirrors the source's heartbeats, if any).
+    let caught_up = |text: &str| {
+        text.split("\r\x1b[2K").skip(1).any(|line| {
+            let mirrored = line.split(' ').next().and_then(|n| n.parse::<f64>().ok());
+            line.ends_with("| lag 0 records, caught up")
+                && line.contains(" records, ")
+                && line.contains(" mirrored | ")
+                && (mirrored.is_some_and(|n| n >= 1000.0) || line.contains(" k records, "))
+        })
+    };
+    wait_until("the progress line to show the 1 000 records and no lag", || async {
+        caught_up(&std::fs::read_to_string(&screen).unwrap_or_default())
+    })
+    .await;
+    drop(terminal);
+    let text = std::fs::read_to_string(&screen).unwrap();
+    let _ = std::fs::remove_file(&config);
+    let _ = std::fs::remove_file(&screen);
+    assert!(text.contains("lag not known yet, starting"), "{text:?}");
+}

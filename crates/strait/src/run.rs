@@ -149,40 +149,63 @@ async fn wait_for_signal() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Redraws one line on the terminal every second: records and bytes mirrored, the rate over
-/// the last seconds, the lag left and when it will be gone at that rate.
+/// Redraws one line on the terminal every second (see [`Progress`]).
 async fn show_progress(flows: Vec<Arc<Stats>>) {
-    let mut history: VecDeque<(Instant, u64, u64)> = VecDeque::new();
+    let mut progress = Progress::default();
     let mut ticker = tokio::time::interval(Duration::from_secs(1));
     loop {
         ticker.tick().await;
         let records: u64 = flows.iter().map(|f| f.records()).sum();
         let bytes: u64 = flows.iter().map(|f| f.bytes()).sum();
-        let lag: i64 = flows.iter().flat_map(|f| f.lag()).map(|l| l.records).sum();
-        let now = Instant::now();
-        history.push_back((now, records, bytes));
-        if history.len() > 6 {
-            history.pop_front();
+        let lags: Vec<_> = flows.iter().flat_map(|f| f.lag()).collect();
+        // Before a partition has seen its source end, its lag of 0 means nothing yet.
+        let lag = lags
+            .iter()
+            .any(|l| l.source_end.is_some())
+            .then(|| lags.iter().map(|l| l.records).sum());
+        // Return to the line's start and clear it: the line is redrawn in place.
+        eprint!("\r\x1b[2K{}", progress.line(Instant::now(), records, bytes, lag));
+    }
+}
+
+/// The progress line: records and bytes mirrored, the rates over the last five seconds, the
+/// lag left and when it will be gone at that rate.
+#[derive(Debug, Default)]
+struct Progress {
+    /// (when, records, bytes) of the last six lines.
+    history: VecDeque<(Instant, u64, u64)>,
+}
+
+impl Progress {
+    /// The line at `now` for these totals; `lag` is `None` while no partition knows its end.
+    fn line(&mut self, now: Instant, records: u64, bytes: u64, lag: Option<i64>) -> String {
+        self.history.push_back((now, records, bytes));
+        if self.history.len() > 6 {
+            self.history.pop_front();
         }
-        let (then, records_then, bytes_then) = history[0];
+        let (then, records_then, bytes_then) = self.history[0];
         let seconds = now.duration_since(then).as_secs_f64().max(1.0);
-        let record_rate = (records - records_then) as f64 / seconds;
-        let byte_rate = (bytes - bytes_then) as f64 / seconds;
-        let eta = if lag == 0 {
-            "caught up".to_owned()
-        } else if record_rate >= 1.0 {
-            format!("ETA {:.0} s", lag as f64 / record_rate)
-        } else {
-            "ETA unknown".to_owned()
+        let record_rate = records.saturating_sub(records_then) as f64 / seconds;
+        let byte_rate = bytes.saturating_sub(bytes_then) as f64 / seconds;
+        let lag = match lag {
+            None => "lag not known yet, starting".to_owned(),
+            Some(0) => "lag 0 records, caught up".to_owned(),
+            Some(lag) if record_rate >= 1.0 => {
+                format!(
+                    "lag {} records, ETA {:.0} s",
+                    count(lag as f64),
+                    lag as f64 / record_rate
+                )
+            }
+            Some(lag) => format!("lag {} records, ETA unknown", count(lag as f64)),
         };
-        eprint!(
-            "\r\x1b[2K{} records, {} mirrored | {}/s, {}/s | lag {} records, {eta}",
+        format!(
+            "{} records, {} mirrored | {}/s, {}/s | {lag}",
             count(records as f64),
             size(bytes as f64),
             count(record_rate),
             size(byte_rate),
-            count(lag as f64)
-        );
+        )
     }
 }
 
@@ -203,5 +226,46 @@ fn size(bytes: f64) -> String {
         b if b >= (1u64 << 20) as f64 => format!("{:.1} MiB", b / (1u64 << 20) as f64),
         b if b >= 1024.0 => format!("{:.1} KiB", b / 1024.0),
         b => format!("{b:.0} B"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_line_shows_totals_rates_lag_and_eta() {
+        let mut progress = Progress::default();
+        let start = Instant::now();
+        assert_eq!(
+            progress.line(start, 0, 0, None),
+            "0 records, 0 B mirrored | 0/s, 0 B/s | lag not known yet, starting"
+        );
+        assert_eq!(
+            progress.line(start, 0, 0, Some(1_000)),
+            "0 records, 0 B mirrored | 0/s, 0 B/s | lag 1000 records, ETA unknown"
+        );
+        // 50 000 records and 5 MiB in 5 s: 10 000 records/s, so 500 000 behind is 50 s away.
+        let later = start + Duration::from_secs(5);
+        assert_eq!(
+            progress.line(later, 50_000, 5 << 20, Some(500_000)),
+            "50.0 k records, 5.0 MiB mirrored | 10.0 k/s, 1.0 MiB/s | lag 500.0 k records, ETA 50 s"
+        );
+        let line = progress.line(later + Duration::from_secs(1), 2_500_000, 3 << 30, Some(0));
+        assert!(line.starts_with("2.50 M records, 3.00 GiB mirrored | "), "{line}");
+        assert!(line.ends_with("| lag 0 records, caught up"), "{line}");
+    }
+
+    #[test]
+    fn rates_cover_the_last_five_seconds() {
+        let mut progress = Progress::default();
+        let start = Instant::now();
+        for second in 0..10u64 {
+            // 1 000 records a second for the first five, none after.
+            let records = 1_000 * second.min(5);
+            progress.line(start + Duration::from_secs(second), records, 0, Some(1));
+        }
+        let line = progress.line(start + Duration::from_secs(10), 5_000, 0, Some(1));
+        assert!(line.contains("| 0/s, 0 B/s |"), "{line}");
     }
 }
