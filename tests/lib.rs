@@ -256,20 +256,21 @@ pub async fn read_records(client: &KafkaClient, topic: &str, partition: i32) -> 
 /// Compiles `tests/java/<name>.java` against the Kafka jars (once per test run) and returns a
 /// command running it.
 pub fn java_program(name: &str) -> std::process::Command {
-    static CLASSES: OnceLock<std::path::PathBuf> = OnceLock::new();
+    // Removed when the test run ends, however it ends.
+    static CLASSES: OnceLock<strait_testkit::ScratchDir> = OnceLock::new();
     let classes = CLASSES.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("strait-java-{}", std::process::id()));
+        let dir = strait_testkit::ScratchDir::new("java").expect("a folder for the Java classes");
         let sources: Vec<_> = std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("java"))
             .expect("tests/java")
             .map(|e| e.expect("a file").path())
             .collect();
         KafkaDist::get()
             .expect("Kafka jars")
-            .javac(&sources, &dir)
+            .javac(&sources, dir.path())
             .expect("compiling tests/java");
         dir
     });
-    KafkaDist::get().expect("Kafka jars").java_program(classes, name)
+    KafkaDist::get().expect("Kafka jars").java_program(classes.path(), name)
 }
 
 /// Runs a command to completion, failing the test with its output if it fails.

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::dist::{create_dir, write};
-use crate::guard::Guarded;
+use crate::guard::{Guarded, ScratchDir};
 use crate::{Error, KafkaDist, Result};
 
 /// How long a broker may take to start before we give up.
@@ -189,26 +189,24 @@ impl KafkaCluster {
     pub fn add_broker(&self, node_id: u32) -> Result<KafkaBroker> {
         let dist = KafkaDist::get()?;
         let name = format!("{}-broker-{node_id}", self.options.name);
-        let dir = std::env::temp_dir().join(format!("strait-kafka-{name}-{}", uuid::Uuid::new_v4().simple()));
-        create_dir(&dir)?;
-        let janitor = Guarded::janitor(&dir)?;
+        let scratch = ScratchDir::new(&format!("kafka-{name}"))?;
+        let dir = scratch.path();
         write(&dir.join("log4j2.xml"), &broker_log4j2(&dir.join("broker.log")))?;
         let port = free_port()?;
         let node = Node::Broker(node_id);
-        let text = server_properties(&self.options, &dir, node, port, self.controller_port, None);
+        let text = server_properties(&self.options, dir, node, port, self.controller_port, None);
         write(&dir.join("server.properties"), &text)?;
-        format_storage(dist, &name, &dir, &self.cluster_id, None)?;
+        format_storage(dist, &name, dir, &self.cluster_id, None)?;
         let options = ClusterOptions {
             name,
             ..self.options.clone()
         };
-        let process = start_jvm(dist, &options, &dir, port)?;
+        let process = start_jvm(dist, &options, dir, port)?;
         Ok(KafkaBroker {
             options,
-            dir,
+            dir: scratch,
             port,
             process: Mutex::new(Some(process)),
-            _janitor: janitor,
         })
     }
 
@@ -339,10 +337,9 @@ fn start_jvm(dist: &KafkaDist, options: &ClusterOptions, dir: &Path, port: u16) 
 #[derive(Debug)]
 pub struct KafkaBroker {
     options: ClusterOptions,
-    dir: PathBuf,
+    dir: ScratchDir,
     port: u16,
     process: Mutex<Option<Guarded>>,
-    _janitor: Guarded,
 }
 
 impl KafkaBroker {
@@ -362,7 +359,7 @@ impl KafkaBroker {
     pub fn start(&self) -> Result<()> {
         let mut slot = self.process.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
-            *slot = Some(start_jvm(KafkaDist::get()?, &self.options, &self.dir, self.port)?);
+            *slot = Some(start_jvm(KafkaDist::get()?, &self.options, self.dir.path(), self.port)?);
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -118,5 +118,31 @@ impl Guarded {
 impl Drop for Guarded {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A folder of our own under the temp dir, removed when it is dropped or when our process ends
+/// in any way (a janitor process waits for us), so that nothing is left behind.
+#[derive(Debug)]
+pub struct ScratchDir {
+    path: PathBuf,
+    _janitor: Guarded,
+}
+
+impl ScratchDir {
+    /// Creates `<temp dir>/strait-<name>-<random>`.
+    pub fn new(name: &str) -> Result<ScratchDir> {
+        let path = std::env::temp_dir().join(format!("strait-{name}-{}", uuid::Uuid::new_v4().simple()));
+        crate::dist::create_dir(&path)?;
+        let janitor = Guarded::janitor(&path)?;
+        Ok(ScratchDir {
+            path,
+            _janitor: janitor,
+        })
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 }

@@ -22,6 +22,7 @@ mod guard;
 pub use cluster::{ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
 pub use dist::{kafka_version, KafkaDist};
 pub use error::Error;
+pub use guard::ScratchDir;
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
