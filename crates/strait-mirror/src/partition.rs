@@ -27,6 +27,10 @@ use crate::{MirrorError, OffsetMapping, Stats};
 const MAX_IN_FLIGHT: usize = 5;
 /// Batches fetched ahead of the producer.
 const FETCH_AHEAD: usize = 16;
+/// How long after its last acknowledgement the target is trusted to still know a producer id.
+/// A broker forgets ids idle for `producer.id.expiration.ms` (a day by default, but settable),
+/// and then takes any sequence again; after a pause the first batch goes alone once more.
+const PRODUCER_ID_TRUSTED: Duration = Duration::from_secs(60);
 /// Bytes fetched per partition per request: many source batches per round trip, while the
 /// memory a partition holds (fetched responses wait until their batches are acknowledged) stays
 /// small.
@@ -534,7 +538,7 @@ async fn produce_loop(
                 let done = in_flight.pop_front().expect("front exists");
                 acked_total += 1;
                 producer.backoff.reset();
-                producer.known = true;
+                producer.acknowledged_at = Some(Instant::now());
                 let batch = &done.outgoing.batch;
                 context
                     .stats
@@ -630,11 +634,12 @@ struct Producer {
     /// order: the target accepts any first sequence from a producer id it does not know yet,
     /// so it would append them ahead of the one that failed.
     unsent: Option<Error>,
-    /// Whether the target acknowledged a batch of this producer id, and so knows its sequence.
-    /// Until then one batch at a time is in flight: a broker accepts any first sequence from
-    /// an id it does not know, so if the first batch were refused (NOT_LEADER_OR_FOLLOWER on
-    /// a topic just created, say) or lost on the way, the ones behind it would land ahead of it.
-    known: bool,
+    /// When the target last acknowledged a batch of this producer id, and so knew its
+    /// sequence. Without a recent one, one batch at a time is in flight: a broker accepts any
+    /// first sequence from an id it does not know, so if the first batch were refused
+    /// (NOT_LEADER_OR_FOLLOWER on a topic just created, say) or lost on the way, the ones
+    /// behind it would land ahead of it.
+    acknowledged_at: Option<Instant>,
 }
 
 impl Producer {
@@ -650,7 +655,7 @@ impl Producer {
             backoff: Backoff::default(),
             timeout_ms: context.request_timeout_ms,
             unsent: None,
-            known: false,
+            acknowledged_at: None,
         })
     }
 
@@ -672,7 +677,7 @@ impl Producer {
         in_flight: &mut VecDeque<Pending>,
     ) -> Result<(), MirrorError> {
         self.identity = init_producer_id(context).await?;
-        self.known = false;
+        self.acknowledged_at = None;
         self.next_sequence = 0;
         for pending in in_flight.iter_mut() {
             pending.sequence = self.next_sequence(&pending.outgoing.batch);
@@ -690,9 +695,12 @@ impl Producer {
     }
 
     /// Sends the batches not on the wire yet, in order, up to [`MAX_IN_FLIGHT`] in flight (the
-    /// broker's deduplication window), or one while the target does not know the producer id.
+    /// broker's deduplication window), or one while the target may not know the producer id.
     async fn send_window(&mut self, in_flight: &mut VecDeque<Pending>) {
-        let window = if self.known { MAX_IN_FLIGHT } else { 1 };
+        let known = self
+            .acknowledged_at
+            .is_some_and(|at| at.elapsed() < PRODUCER_ID_TRUSTED);
+        let window = if known { MAX_IN_FLIGHT } else { 1 };
         for pending in in_flight.iter_mut().take(window) {
             if pending.rewrite_error.is_some() {
                 break; // The partition stops at it; nothing behind it goes out.
