@@ -301,13 +301,19 @@ pub async fn wait_until_complete(client: &KafkaClient, topic: &str, records: i64
         end_offsets(client, topic).await >= records
     })
     .await;
+    settled_end_offsets(client, topic).await;
+}
+
+/// The records `topic` holds once it has stopped growing for 1.5 s: requests a killed client
+/// had already sent still land after it is gone.
+pub async fn settled_end_offsets(client: &KafkaClient, topic: &str) -> i64 {
     let deadline = tokio::time::Instant::now() + WAIT;
     let mut previous = end_offsets(client, topic).await;
     loop {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let current = end_offsets(client, topic).await;
         if current == previous {
-            return;
+            return current;
         }
         assert!(
             tokio::time::Instant::now() < deadline,

@@ -361,7 +361,8 @@ async fn a_mirror_killed_with_sigkill_and_restarted_loses_nothing() {
     .await;
     mirror.kill().unwrap(); // SIGKILL: no drain, no final progress flush.
     mirror.wait().unwrap();
-    let at_kill = end_offsets(&target, &remote).await;
+    // What the killed mirror wrote, including the batches it had in flight.
+    let at_kill = settled_end_offsets(&target, &remote).await;
     assert!(
         at_kill < total,
         "the kill must land mid-transfer ({at_kill} of {total} already there)"
