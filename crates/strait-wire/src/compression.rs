@@ -138,14 +138,7 @@ pub(crate) fn compress(codec: Compression, data: Vec<u8>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const CODECS: [Compression; 5] = [
-        Compression::None,
-        Compression::Gzip,
-        Compression::Snappy,
-        Compression::Lz4,
-        Compression::Zstd,
-    ];
+    use crate::testing::CODECS;
 
     /// 400 KB with some repetition: several snappy-java blocks and LZ4 blocks.
     fn data() -> Vec<u8> {

@@ -170,16 +170,8 @@ impl Cursor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{header, patch, sample, stored};
+    use crate::testing::{header, patch, sample, stored, CODECS};
     use crate::{Compression, RecordBatchBuilder, RecordBatches};
-
-    const CODECS: [Compression; 5] = [
-        Compression::None,
-        Compression::Gzip,
-        Compression::Snappy,
-        Compression::Lz4,
-        Compression::Zstd,
-    ];
 
     #[test]
     fn built_batches_split_and_decode_in_every_codec() {

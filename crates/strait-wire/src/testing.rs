@@ -6,6 +6,15 @@ use bytes::Bytes;
 use crate::batch::{CRC_AT, CRC_START};
 use crate::{Compression, Header, RecordBatchBuilder};
 
+/// Every codec, uncompressed first.
+pub(crate) const CODECS: [Compression; 5] = [
+    Compression::None,
+    Compression::Gzip,
+    Compression::Snappy,
+    Compression::Lz4,
+    Compression::Zstd,
+];
+
 /// Bytes from a spaced hex string ("00 01 ff").
 pub(crate) fn hex(s: &str) -> Vec<u8> {
     s.split_whitespace()
