@@ -1,10 +1,11 @@
 //! A fault-injection TCP proxy on loopback: forwards bytes between clients and one upstream,
 //! and can add latency in each direction, cut every connection it carries, stall them (a
-//! half-dead path: open, but nothing gets through), damage bytes of the responses, or lose
-//! chosen requests on the way (the connection stays open, the broker never sees them).
+//! half-dead path: open, but nothing gets through), damage bytes of the responses, cut
+//! responses short (part delivered, then the connection closes), or lose chosen requests on the
+//! way (the connection stays open, the broker never sees them).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,9 +21,17 @@ pub struct FaultProxy {
     latency_ms: Arc<AtomicU64>,
     cut: watch::Sender<u64>,
     stall: watch::Sender<u64>,
-    corruption: Arc<Mutex<Vec<Corruption>>>,
-    losses: Arc<Mutex<Vec<RequestLoss>>>,
+    faults: Arc<Faults>,
     accept: tokio::task::JoinHandle<()>,
+}
+
+/// What the proxy does to the bytes of its connections, shared with all of them.
+#[derive(Debug, Default)]
+struct Faults {
+    corruption: Mutex<Vec<Corruption>>,
+    losses: Mutex<Vec<RequestLoss>>,
+    /// Responses still to cut short.
+    truncations: AtomicU32,
 }
 
 /// Requests to lose: the next `times` request frames of API `api_key` that contain `marker`.
@@ -51,23 +60,21 @@ impl FaultProxy {
         let latency_ms = Arc::new(AtomicU64::new(0));
         let (cut, cuts) = watch::channel(0u64);
         let (stall, stalls) = watch::channel(0u64);
-        let corruption: Arc<Mutex<Vec<Corruption>>> = Arc::default();
-        let losses: Arc<Mutex<Vec<RequestLoss>>> = Arc::default();
+        let faults: Arc<Faults> = Arc::default();
         let accept = tokio::spawn({
-            let (upstream, latency_ms, corruption, losses) =
-                (upstream.clone(), latency_ms.clone(), corruption.clone(), losses.clone());
+            let (upstream, latency_ms, faults) = (upstream.clone(), latency_ms.clone(), faults.clone());
             async move {
                 while let Ok((client, _)) = listener.accept().await {
                     let Some(address) = *upstream.lock().expect("proxy lock") else {
                         continue;
                     };
                     let (latency_ms, cuts) = (latency_ms.clone(), cuts.clone());
-                    let (corruption, losses) = (corruption.clone(), losses.clone());
+                    let faults = faults.clone();
                     let mut stalls = stalls.clone();
                     stalls.mark_unchanged();
                     tokio::spawn(async move {
                         if let Ok(server) = TcpStream::connect(address).await {
-                            carry(client, server, latency_ms, cuts, stalls, corruption, losses).await;
+                            carry(client, server, latency_ms, cuts, stalls, faults).await;
                         }
                     });
                 }
@@ -79,10 +86,16 @@ impl FaultProxy {
             latency_ms,
             cut,
             stall,
-            corruption,
-            losses,
+            faults,
             accept,
         }
+    }
+
+    /// Cuts the next `times` responses short: of the next chunk a broker sends on a connection,
+    /// half is delivered and then that connection is closed, so the client sees a response
+    /// frame end early (the broker did the work; only its answer is lost).
+    pub fn truncate_responses(&self, times: u32) {
+        self.faults.truncations.fetch_add(times, Ordering::Relaxed);
     }
 
     /// Loses requests on the way: the next `times` request frames of API `api_key` (0 is
@@ -90,7 +103,7 @@ impl FaultProxy {
     /// connection stays open and carries the requests behind them, so the client sees no
     /// answer to those only. Adds to the losses asked for before.
     pub fn lose_requests(&self, api_key: i16, marker: &[u8], times: u32) {
-        self.losses.lock().expect("proxy lock").push(RequestLoss {
+        self.faults.losses.lock().expect("proxy lock").push(RequestLoss {
             api_key,
             marker: marker.to_vec(),
             times,
@@ -108,7 +121,7 @@ impl FaultProxy {
     /// the damages asked for before.
     pub fn corrupt_responses(&self, find: &[u8], replace: &[u8], times: u32) {
         assert_eq!(find.len(), replace.len(), "a corruption keeps the length");
-        self.corruption.lock().expect("proxy lock").push(Corruption {
+        self.faults.corruption.lock().expect("proxy lock").push(Corruption {
             find: find.to_vec(),
             replace: replace.to_vec(),
             times,
@@ -149,8 +162,7 @@ async fn carry(
     latency_ms: Arc<AtomicU64>,
     mut cuts: watch::Receiver<u64>,
     stalls: watch::Receiver<u64>,
-    corruption: Arc<Mutex<Vec<Corruption>>>,
-    losses: Arc<Mutex<Vec<RequestLoss>>>,
+    faults: Arc<Faults>,
 ) {
     let _ = (client.set_nodelay(true), server.set_nodelay(true));
     let (client_read, client_write) = client.into_split();
@@ -160,15 +172,9 @@ async fn carry(
         server_write,
         latency_ms.clone(),
         stalls.clone(),
-        Tamper::Requests(losses, Vec::new()),
+        Tamper::Requests(faults.clone(), Vec::new()),
     );
-    let down = pipe(
-        server_read,
-        client_write,
-        latency_ms,
-        stalls,
-        Tamper::Responses(corruption),
-    );
+    let down = pipe(server_read, client_write, latency_ms, stalls, Tamper::Responses(faults));
     cuts.mark_unchanged();
     tokio::select! {
         _ = async { tokio::join!(up, down) } => {}
@@ -180,21 +186,28 @@ async fn carry(
 enum Tamper {
     /// Client to broker: loses requests, cut into whole frames (the bytes of an incomplete
     /// frame wait for the rest).
-    Requests(Arc<Mutex<Vec<RequestLoss>>>, Vec<u8>),
-    /// Broker to client: damages bytes.
-    Responses(Arc<Mutex<Vec<Corruption>>>),
+    Requests(Arc<Faults>, Vec<u8>),
+    /// Broker to client: damages bytes, and cuts responses short.
+    Responses(Arc<Faults>),
 }
 
 impl Tamper {
-    /// The bytes to forward for a chunk read.
-    fn apply(&mut self, chunk: &[u8]) -> Vec<u8> {
+    /// The bytes to forward for a chunk read, and whether to close the connection after them.
+    fn apply(&mut self, chunk: &[u8]) -> (Vec<u8>, bool) {
         match self {
-            Tamper::Responses(corruption) => {
+            Tamper::Responses(faults) => {
                 let mut chunk = chunk.to_vec();
-                damage(&mut chunk, &mut corruption.lock().expect("proxy lock"));
-                chunk
+                damage(&mut chunk, &mut faults.corruption.lock().expect("proxy lock"));
+                let truncate = faults
+                    .truncations
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                    .is_ok();
+                if truncate {
+                    chunk.truncate(chunk.len() / 2);
+                }
+                (chunk, truncate)
             }
-            Tamper::Requests(losses, partial) => {
+            Tamper::Requests(faults, partial) => {
                 partial.extend_from_slice(chunk);
                 let mut forward = Vec::with_capacity(partial.len());
                 let mut at = 0;
@@ -203,13 +216,13 @@ impl Tamper {
                     let Some(frame) = partial.get(at..at + 4 + size) else {
                         break;
                     };
-                    if !lose(frame, &mut losses.lock().expect("proxy lock")) {
+                    if !lose(frame, &mut faults.losses.lock().expect("proxy lock")) {
                         forward.extend_from_slice(frame);
                     }
                     at += 4 + size;
                 }
                 partial.drain(..at);
-                forward
+                (forward, false)
             }
         }
     }
@@ -241,8 +254,9 @@ async fn pipe(
                 break;
             }
             let at = Instant::now() + Duration::from_millis(latency_ms.load(Ordering::Relaxed));
-            let chunk = tamper.apply(&buffer[..n]);
-            if chunks.send((at, chunk)).is_err() {
+            let (chunk, close) = tamper.apply(&buffer[..n]);
+            // Closing: the writer delivers what it has, then shuts its side.
+            if chunks.send((at, chunk)).is_err() || close {
                 break;
             }
         }

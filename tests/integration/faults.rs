@@ -519,3 +519,50 @@ async fn a_first_batch_lost_on_the_way_is_resent_ahead_of_the_batches_behind_it(
     println!("a lost first Produce: {total} records, 0 lost, {duplicates} duplicated");
     assert_eq!(duplicates, 0, "the lost batch never landed, so nothing lands twice");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn responses_cut_short_are_resent_and_deduplicated() {
+    let (partitions, batches, per_batch) = (3, 300, 200);
+    let t = proxied_transfer("truncate-target", "truncated", (partitions, batches, per_batch), "").await;
+    let (target, remote, total) = (&t.target, &t.remote, t.total);
+    // 10 ms each way, so that the transfer lasts long enough to be cut often.
+    t.proxy.set_latency(Duration::from_millis(10));
+    let mirror = start_mirror(&t.properties);
+    wait_until("the first records on the target", || async {
+        end_offsets(target, remote).await > 0
+    })
+    .await;
+    // A response cut short every 50 ms: the broker appended the batches, only the answers are
+    // lost, so every batch the idempotent producer sends again must be a duplicate it drops.
+    let mut truncations = 0;
+    let deadline = Instant::now() + WAIT * 2;
+    while end_offsets(target, remote).await < total {
+        assert!(
+            Instant::now() < deadline,
+            "not caught up after {truncations} truncations"
+        );
+        t.proxy.truncate_responses(1);
+        truncations += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // This test's client goes through the proxy too: a fresh one, in case its connection was cut.
+    let target = strait_client::KafkaClient::connect(target.config().clone())
+        .await
+        .unwrap();
+    wait_until_complete(&target, remote, total).await;
+    let mut metrics = strait_mirror::PrometheusText::default();
+    mirror.stats().write_prometheus(&mut metrics);
+    let metrics = metrics.finish();
+    mirror.stop().await.unwrap();
+    let duplicates = check_numbered(&target, remote, partitions, batches * per_batch).await;
+    println!("responses cut short: {total} records, {truncations} truncations, 0 lost, {duplicates} duplicated");
+    let produce_errors = metrics
+        .lines()
+        .filter(|l| l.starts_with("strait_errors_total{") && l.contains("cluster=\"target\",api=\"Produce\""))
+        .collect::<Vec<_>>();
+    assert!(!produce_errors.is_empty(), "no Produce answer was cut:\n{metrics}");
+    assert_eq!(
+        duplicates, 0,
+        "every batch sent again had landed, and the target dropped it"
+    );
+}
