@@ -12,7 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use strait_client::kafka_protocol::messages::{
     ApiKey, ApiVersionsResponse, FetchResponse, MetadataResponse, ProduceResponse,
 };
-use strait_client::{decode_response, Error};
+use strait_client::{aborted_transactions, decode_response, Error};
 use strait_wire::{AbortedTransactionFilter, RecordBatches};
 
 /// The versions `strait-client` speaks for `api` (`versions::client_versions`, which is private):
@@ -46,13 +46,7 @@ fuzz_target!(|data: &[u8]| {
             check(response.error_code);
             for partition in response.responses.into_iter().flat_map(|t| t.partitions) {
                 check(partition.error_code);
-                let aborted = partition
-                    .aborted_transactions
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|a| (a.producer_id.0, a.first_offset))
-                    .collect();
-                let mut filter = AbortedTransactionFilter::new(aborted);
+                let mut filter = AbortedTransactionFilter::new(aborted_transactions(&partition));
                 let mut batches = RecordBatches::new(partition.records.unwrap_or_default());
                 for batch in batches.by_ref().flatten() {
                     let _ = (filter.check(&batch), batch.next_offset(), batch.verify_crc());

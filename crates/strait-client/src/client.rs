@@ -9,6 +9,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
@@ -488,12 +489,7 @@ impl KafkaClient {
             high_watermark: data.high_watermark,
             last_stable_offset: data.last_stable_offset,
             log_start_offset: data.log_start_offset,
-            aborted_transactions: data
-                .aborted_transactions
-                .unwrap_or_default()
-                .iter()
-                .map(|a| (a.producer_id.0, a.first_offset))
-                .collect(),
+            aborted_transactions: aborted_transactions(&data),
             records: data.records.unwrap_or_default(),
         })
     }
@@ -651,6 +647,16 @@ where
             result => return result,
         }
     }
+}
+
+/// The aborted transactions of one partition of a Fetch response, as `(producer id, first
+/// offset)`: the form `strait_wire::AbortedTransactionFilter` takes.
+pub fn aborted_transactions(data: &PartitionData) -> Vec<(i64, i64)> {
+    data.aborted_transactions
+        .iter()
+        .flatten()
+        .map(|a| (a.producer_id.0, a.first_offset))
+        .collect()
 }
 
 /// A topic name for kafka-protocol messages.

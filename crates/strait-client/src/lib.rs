@@ -29,8 +29,8 @@ pub use acls::{
     TopicAcl, OPERATION_ALL, OPERATION_READ, OPERATION_WRITE, PATTERN_LITERAL, PERMISSION_ALLOW, PERMISSION_DENY,
 };
 pub use client::{
-    submit_produce, topic_name, Broker, ClientConfig, ClusterMetadata, FetchedPartition, KafkaClient, NewTopic,
-    OffsetSpec, PartitionMetadata, PendingProduce, ProducerIdAndEpoch, TopicMetadata,
+    aborted_transactions, submit_produce, topic_name, Broker, ClientConfig, ClusterMetadata, FetchedPartition,
+    KafkaClient, NewTopic, OffsetSpec, PartitionMetadata, PendingProduce, ProducerIdAndEpoch, TopicMetadata,
 };
 pub use configs::{AlterConfigOp, ConfigEntry, ConfigSource};
 pub use connection::{decode_response, BrokerConnection, ConnectionConfig, PendingResponse};

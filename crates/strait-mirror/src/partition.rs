@@ -303,13 +303,7 @@ async fn fetch_loop(
         };
         backoff.reset();
         context.stats.record_source_end(topic, partition, data.high_watermark);
-        let aborted = data
-            .aborted_transactions
-            .unwrap_or_default()
-            .iter()
-            .map(|a| (a.producer_id.0, a.first_offset))
-            .collect();
-        let mut filter = AbortedTransactionFilter::new(aborted);
+        let mut filter = AbortedTransactionFilter::new(strait_client::aborted_transactions(&data));
         let records = data.records.unwrap_or_default();
         for batch in RecordBatches::new(records) {
             let batch = batch.map_err(|source| MirrorError::Batch {
