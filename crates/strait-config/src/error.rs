@@ -93,6 +93,18 @@ pub enum ConfigError {
         expected: String,
     },
 
+    /// A value Kafka or MM2 would accept but Strait refuses, because Strait cannot mirror safely
+    /// with it, or a key written where it cannot apply.
+    #[error("line {line}: `{key}` refused: {reason}")]
+    Refused {
+        /// Line of the key.
+        line: usize,
+        /// The key as written.
+        key: String,
+        /// Why, and what to write instead.
+        reason: String,
+    },
+
     /// A filter list whose combined regular expression does not compile.
     #[error("line {line}: invalid regular expression in `{key}` (`{pattern}`): {reason}; fix the pattern (note that commas always separate list entries)")]
     InvalidRegex {

@@ -385,12 +385,41 @@ pub(crate) fn known_names() -> impl Iterator<Item = &'static str> {
         .chain(IGNORED_KEYS.iter().map(|&(k, _)| k))
         .chain(CLIENT_GENERIC_KEYS.iter().copied())
         .chain(KNOWN_SECURITY_KEYS.iter().copied())
-        .chain(["clusters", "bootstrap.servers", "security.protocol", HTTP_LISTENER])
+        .chain(["clusters", "bootstrap.servers", "security.protocol"])
+        .chain(STRAIT_KEYS.iter().copied())
 }
 
 /// Strait's own top-level key: where `/metrics`, `/status` and `/health` are served
 /// (`host:port`); unset means no HTTP endpoint.
 pub(crate) const HTTP_LISTENER: &str = "strait.http.listener";
+
+/// Strait's own top-level key: how many bytes fetched but not yet acknowledged by the target the
+/// whole process may hold (a Java long, at least [`MIN_BUFFER_MEMORY`]).
+pub(crate) const BUFFER_MEMORY: &str = "strait.buffer.memory";
+/// Default of [`BUFFER_MEMORY`]: 256 MiB.
+pub(crate) const DEFAULT_BUFFER_MEMORY: u64 = 256 * 1024 * 1024;
+/// Least [`BUFFER_MEMORY`]: 1 MiB.
+pub(crate) const MIN_BUFFER_MEMORY: u64 = 1024 * 1024;
+
+/// Strait's own top-level key: fetch connections per source broker (1 to
+/// [`MAX_FETCHERS_PER_BROKER`]).
+pub(crate) const FETCHERS_PER_BROKER: &str = "strait.fetchers.per.broker";
+/// Default of [`FETCHERS_PER_BROKER`].
+pub(crate) const DEFAULT_FETCHERS_PER_BROKER: u16 = 1;
+/// Most [`FETCHERS_PER_BROKER`].
+pub(crate) const MAX_FETCHERS_PER_BROKER: u16 = 16;
+
+/// Strait's own keys: process-wide, read only at top level.
+pub(crate) const STRAIT_KEYS: &[&str] = &[HTTP_LISTENER, BUFFER_MEMORY, FETCHERS_PER_BROKER];
+
+/// The Strait key that a key written at a cluster or flow scope (`A.strait.buffer.memory`,
+/// `A->B.strait.fetchers.per.broker`, `A.producer.strait.http.listener`) names.
+pub(crate) fn scoped_strait_key(key: &str) -> Option<&'static str> {
+    STRAIT_KEYS
+        .iter()
+        .copied()
+        .find(|name| key.strip_suffix(name).is_some_and(|scope| scope.ends_with('.')))
+}
 
 /// The closest candidate within a small edit distance.
 pub(crate) fn suggest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
@@ -623,6 +652,19 @@ mod tests {
         );
         assert_eq!(unknown_security_key("ssl.truststore.location"), None);
         assert_eq!(unknown_security_key("linger.ms"), None);
+    }
+
+    #[test]
+    fn strait_keys_at_a_scope() {
+        assert_eq!(scoped_strait_key("A.strait.buffer.memory"), Some(BUFFER_MEMORY));
+        assert_eq!(
+            scoped_strait_key("A->B.target.producer.strait.fetchers.per.broker"),
+            Some(FETCHERS_PER_BROKER)
+        );
+        assert_eq!(scoped_strait_key("A.strait.http.listener"), Some(HTTP_LISTENER));
+        assert_eq!(scoped_strait_key("strait.buffer.memory"), None);
+        assert_eq!(scoped_strait_key("A.xstrait.buffer.memory"), None);
+        assert_eq!(suggest("strait.bufer.memory", known_names()), Some(BUFFER_MEMORY));
     }
 
     #[test]

@@ -36,7 +36,9 @@
 //!   escapes, last duplicate wins) that keeps line numbers.
 //! * [`Mm2Config`]: `clusters`, the three key scopes and MM2's inheritance rules; one
 //!   [`FlowConfig`] per pair MM2 would run (enabled, or heartbeats only); the keys that are
-//!   [ignored](IgnoredKey) and the warnings; `Display` and [`Mm2Config::to_json`] render the
+//!   [ignored](IgnoredKey) and the warnings; the process-wide `strait.*` keys
+//!   ([`Mm2Config::http_listener`], [`Mm2Config::buffer_memory`],
+//!   [`Mm2Config::fetchers_per_broker`]); `Display` and [`Mm2Config::to_json`] render the
 //!   effective configuration with the origin of every value.
 //! * [`ClusterClientConfig`]: client settings of one cluster per [`ClientRole`].
 //! * [`ReplicationPolicy`]: remote topic naming (Default and Identity policies).
@@ -50,6 +52,16 @@
 //! A.key = value             cluster A: bootstrap.servers, security.protocol, ssl.*, sasl.*,
 //!                           consumer.* / producer.* / admin.*
 //! A->B.key = value          flow A->B: enabled, connector keys (override top level), client keys
+//! ```
+//!
+//! Strait's own keys are process-wide and read only at top level; written at a cluster or flow
+//! scope (`A.strait.buffer.memory`) they are refused:
+//!
+//! ```text
+//! strait.http.listener = host:port    where /metrics, /status and /health are served (unset: nowhere)
+//! strait.buffer.memory = 268435456    bytes fetched but not yet acknowledged by the target, for the
+//!                                     whole process (a long, at least 1048576)
+//! strait.fetchers.per.broker = 1      fetch connections per source broker (1 to 16)
 //! ```
 //!
 //! Connector keys: flow level > top level > MM2 default. Client keys:

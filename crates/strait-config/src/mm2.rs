@@ -13,8 +13,9 @@ use crate::filter::{ConfigPropertyFilter, GroupFilter, PatternList, TopicFilter,
 use crate::flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule};
 use crate::keys::{
     connector_key, deprecated_key, ignored_reason, is_connection_key, is_secret, java_list, java_trim, known_names,
-    one_of, suggest, unknown_security_key, Kind, Raw, CONNECTOR_KEYS, DEFAULT_POLICY_CLASS, DEPRECATED_KEYS,
-    HTTP_LISTENER, IDENTITY_POLICY_CLASS, ROLE_PREFIXES,
+    one_of, scoped_strait_key, suggest, unknown_security_key, Kind, Raw, BUFFER_MEMORY, CONNECTOR_KEYS,
+    DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS, DEPRECATED_KEYS, FETCHERS_PER_BROKER,
+    HTTP_LISTENER, IDENTITY_POLICY_CLASS, MAX_FETCHERS_PER_BROKER, MIN_BUFFER_MEMORY, ROLE_PREFIXES, STRAIT_KEYS,
 };
 use crate::policy::{PolicyKind, ReplicationPolicy};
 use crate::properties::{Properties, Property};
@@ -54,6 +55,56 @@ fn parse_listener(prop: &Property) -> Result<String> {
     }
 }
 
+/// `strait.buffer.memory`: a Java long, at least 1 MiB.
+fn parse_buffer_memory(prop: &Property) -> Result<u64> {
+    let raw = Raw::from(prop);
+    let expected = format!(
+        "a number of bytes from {MIN_BUFFER_MEMORY} (1 MiB) to 9223372036854775807 (Java long); \
+         the default is {DEFAULT_BUFFER_MEMORY} (256 MiB)"
+    );
+    let bytes: i64 = raw.number(&expected)?;
+    u64::try_from(bytes)
+        .ok()
+        .filter(|&bytes| bytes >= MIN_BUFFER_MEMORY)
+        .ok_or_else(|| raw.invalid(expected))
+}
+
+/// `strait.fetchers.per.broker`: 1 to 16.
+fn parse_fetchers_per_broker(prop: &Property) -> Result<u16> {
+    let raw = Raw::from(prop);
+    let expected = format!(
+        "an integer from 1 to {MAX_FETCHERS_PER_BROKER} (fetch connections per source broker); the default is \
+         {DEFAULT_FETCHERS_PER_BROKER}"
+    );
+    let fetchers: u16 = raw.number(&expected)?;
+    if (1..=MAX_FETCHERS_PER_BROKER).contains(&fetchers) {
+        Ok(fetchers)
+    } else {
+        Err(raw.invalid(expected))
+    }
+}
+
+/// A process-wide Strait key: its typed value and its effective setting, or the default.
+fn strait_key<T: ToString>(
+    props: &Properties,
+    key: &'static str,
+    default: T,
+    parse: impl Fn(&Property) -> Result<T>,
+) -> Result<(T, (&'static str, Setting))> {
+    match props.get(key) {
+        None => {
+            let setting = Setting::default_value(&default.to_string());
+            Ok((default, (key, setting)))
+        }
+        Some(prop) => {
+            let value = parse(prop)?;
+            let mut setting = file_setting(prop);
+            setting.value = value.to_string();
+            Ok((value, (key, setting)))
+        }
+    }
+}
+
 /// A parsed and validated `mm2.properties`.
 #[derive(Debug, Clone)]
 pub struct Mm2Config {
@@ -63,6 +114,10 @@ pub struct Mm2Config {
     pub(crate) ignored: Vec<IgnoredKey>,
     pub(crate) warnings: Vec<String>,
     pub(crate) http_listener: Option<String>,
+    pub(crate) buffer_memory: u64,
+    pub(crate) fetchers_per_broker: u16,
+    /// `strait.buffer.memory` and `strait.fetchers.per.broker`, as `check-config` shows them.
+    pub(crate) process_settings: Vec<(&'static str, Setting)>,
 }
 
 impl Mm2Config {
@@ -101,13 +156,24 @@ impl Mm2Config {
         let clusters_prop = props.get("clusters").ok_or(ConfigError::MissingClusters)?;
         let clusters = parse_clusters(clusters_prop)?;
         let mut scopes = Scopes::new(&clusters);
-        for prop in props.iter().filter(|p| p.key != "clusters" && p.key != HTTP_LISTENER) {
+        for prop in props
+            .iter()
+            .filter(|p| p.key != "clusters" && !STRAIT_KEYS.contains(&p.key.as_str()))
+        {
             scopes.classify(prop)?;
         }
         let http_listener = match props.get(HTTP_LISTENER) {
             None => None,
             Some(prop) => Some(parse_listener(prop)?),
         };
+        let (buffer_memory, buffer_memory_setting) =
+            strait_key(props, BUFFER_MEMORY, DEFAULT_BUFFER_MEMORY, parse_buffer_memory)?;
+        let (fetchers_per_broker, fetchers_setting) = strait_key(
+            props,
+            FETCHERS_PER_BROKER,
+            DEFAULT_FETCHERS_PER_BROKER,
+            parse_fetchers_per_broker,
+        )?;
 
         let mut flows = Vec::new();
         for source in &clusters {
@@ -127,6 +193,9 @@ impl Mm2Config {
         let cluster_configs = clusters.iter().map(|a| scopes.client(a, None)).collect();
         Ok(Mm2Config {
             http_listener,
+            buffer_memory,
+            fetchers_per_broker,
+            process_settings: vec![buffer_memory_setting, fetchers_setting],
             cluster_configs,
             flows,
             ignored: scopes.ignored,
@@ -139,6 +208,17 @@ impl Mm2Config {
     /// if anywhere.
     pub fn http_listener(&self) -> Option<&str> {
         self.http_listener.as_deref()
+    }
+
+    /// How many bytes fetched but not yet acknowledged by the target the whole process may hold
+    /// (`strait.buffer.memory`, default 256 MiB, at least 1 MiB).
+    pub fn buffer_memory(&self) -> u64 {
+        self.buffer_memory
+    }
+
+    /// Fetch connections per source broker (`strait.fetchers.per.broker`, default 1, 1 to 16).
+    pub fn fetchers_per_broker(&self) -> u16 {
+        self.fetchers_per_broker
     }
 
     /// The aliases of `clusters`, in file order, without duplicates.
@@ -331,6 +411,16 @@ impl<'p> Scopes<'p> {
     /// Sorts one property into its scope, validating its value.
     fn classify(&mut self, prop: &'p Property) -> Result<()> {
         let key = prop.key.as_str();
+        if let Some(name) = scoped_strait_key(key) {
+            return Err(ConfigError::Refused {
+                line: prop.line,
+                key: prop.key.clone(),
+                reason: format!(
+                    "`{name}` is process-wide: one value for every cluster and flow of this Strait process; \
+                     set it once, at top level (`{name} = ...`)"
+                ),
+            });
+        }
         if let Some(arrow) = key.find("->") {
             return self.flow_key(prop, arrow);
         }

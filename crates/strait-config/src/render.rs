@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use crate::client::{ClientRole, ClusterClientConfig, Origin, Setting};
 use crate::flow::FlowConfig;
-use crate::keys::is_secret;
+use crate::keys::{is_secret, BUFFER_MEMORY, FETCHERS_PER_BROKER};
 use crate::mm2::Mm2Config;
 
 const HIDDEN: &str = "[hidden]";
@@ -53,6 +53,9 @@ impl fmt::Display for Mm2Config {
         writeln!(f, "clusters = {}", self.clusters.join(", "))?;
         if let Some(listener) = &self.http_listener {
             writeln!(f, "strait.http.listener = {listener}")?;
+        }
+        for (name, setting) in &self.process_settings {
+            writeln!(f, "{name} = {}  ({})", setting.value, setting.origin)?;
         }
         for flow in &self.flows {
             writeln!(f, "\nflow {} ({})", flow.name(), flow_status(flow))?;
@@ -113,12 +116,21 @@ fn flow_json(flow: &FlowConfig) -> Value {
 }
 
 impl Mm2Config {
-    /// The effective configuration as JSON: `clusters`, `flows` (each with `settings` and
-    /// `clients`, every value with its `origin`), `ignored` and `warnings`. Secrets are hidden.
+    /// The effective configuration as JSON: `clusters`, `http_listener`, `buffer_memory` and
+    /// `fetchers_per_broker` (`strait.*` keys), `flows` (each with `settings` and `clients`),
+    /// `ignored` and `warnings`; every value with its `origin`. Secrets are hidden.
     pub fn to_json(&self) -> Value {
+        let process = |key: &str| {
+            self.process_settings
+                .iter()
+                .find(|(name, _)| *name == key)
+                .map_or(Value::Null, |(_, s)| setting_json(&s.value, &s.origin))
+        };
         json!({
             "clusters": self.clusters,
             "http_listener": self.http_listener,
+            "buffer_memory": process(BUFFER_MEMORY),
+            "fetchers_per_broker": process(FETCHERS_PER_BROKER),
             "flows": self.flows.iter().map(flow_json).collect::<Vec<_>>(),
             "ignored": self.ignored.iter().map(|i| json!({
                 "line": i.line,

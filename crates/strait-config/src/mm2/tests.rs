@@ -826,7 +826,12 @@ fn render_text() {
     let config = two("A->B.enabled = true\nA->B.topics = orders.*\nA.sasl.jaas.config = secret\ntasks.max = 2\n");
     let text = config.to_string();
     assert!(
-        text.starts_with("clusters = A, B\n\nflow A->B (enabled, emits heartbeats)\n"),
+        text.starts_with(
+            "clusters = A, B\n\
+             strait.buffer.memory = 268435456  (default)\n\
+             strait.fetchers.per.broker = 1  (default)\n\
+             \nflow A->B (enabled, emits heartbeats)\n"
+        ),
         "{text}"
     );
     assert!(
@@ -876,6 +881,14 @@ fn render_json() {
     assert_eq!(flow["clients"]["source.consumer.enable.auto.commit"]["value"], "false");
     assert_eq!(json["flows"][1]["enabled"], false);
     assert_eq!(json["ignored"], serde_json::json!([]));
+    assert_eq!(
+        json["buffer_memory"],
+        serde_json::json!({ "value": "268435456", "origin": "default" })
+    );
+    assert_eq!(
+        json["fetchers_per_broker"],
+        serde_json::json!({ "value": "1", "origin": "default" })
+    );
     assert!(!json.to_string().contains("\"pw\""));
 }
 
@@ -891,5 +904,90 @@ fn http_listener() {
     );
     assert!(
         error("clusters = A\nA.bootstrap.servers = a:1\nstrait.http.listner = x:1\n").contains("strait.http.listener")
+    );
+}
+
+#[test]
+fn strait_process_keys() {
+    let config = two("");
+    assert_eq!(config.buffer_memory(), 268_435_456);
+    assert_eq!(config.fetchers_per_broker(), 1);
+    let config = two("strait.buffer.memory = 1048576\nstrait.fetchers.per.broker = 16\n");
+    assert_eq!(config.buffer_memory(), 1_048_576);
+    assert_eq!(config.fetchers_per_broker(), 16);
+    // Trimmed and parsed as a decimal Java long, as ConfigDef does; the file's value is shown with
+    // its line.
+    let config = two("strait.buffer.memory = +536870912 \nstrait.fetchers.per.broker=\t4\n");
+    assert_eq!(config.buffer_memory(), 536_870_912);
+    assert_eq!(config.fetchers_per_broker(), 4);
+    let text = config.to_string();
+    assert!(
+        text.starts_with(
+            "clusters = A, B\n\
+             strait.buffer.memory = 536870912  (line 4: strait.buffer.memory)\n\
+             strait.fetchers.per.broker = 4  (line 5: strait.fetchers.per.broker)\n"
+        ),
+        "{text}"
+    );
+    let json = config.to_json();
+    assert_eq!(
+        json["buffer_memory"],
+        serde_json::json!({ "value": "536870912", "origin": { "line": 4, "key": "strait.buffer.memory" } })
+    );
+    assert_eq!(
+        json["fetchers_per_broker"],
+        serde_json::json!({ "value": "4", "origin": { "line": 5, "key": "strait.fetchers.per.broker" } })
+    );
+}
+
+#[test]
+fn errors_strait_process_keys() {
+    let buffer = |value: &str| {
+        format!(
+            "line 4: invalid value `{value}` for `strait.buffer.memory`: expected a number of bytes from 1048576 \
+             (1 MiB) to 9223372036854775807 (Java long); the default is 268435456 (256 MiB)"
+        )
+    };
+    for value in ["1048575", "0", "-1", "256MB", "0x10000000", "9223372036854775808"] {
+        assert_eq!(
+            error(&format!("{TWO}strait.buffer.memory = {value}\n")),
+            buffer(value),
+            "{value}"
+        );
+    }
+    let fetchers = |value: &str| {
+        format!(
+            "line 4: invalid value `{value}` for `strait.fetchers.per.broker`: expected an integer from 1 to 16 \
+             (fetch connections per source broker); the default is 1"
+        )
+    };
+    for value in ["0", "17", "-1", "two", ""] {
+        assert_eq!(
+            error(&format!("{TWO}strait.fetchers.per.broker = {value}\n")),
+            fetchers(value),
+            "{value}"
+        );
+    }
+    let process_wide = |key: &str, name: &str| {
+        format!(
+            "line 4: `{key}` refused: `{name}` is process-wide: one value for every cluster and flow of this Strait \
+             process; set it once, at top level (`{name} = ...`)"
+        )
+    };
+    for (key, name) in [
+        ("A.strait.buffer.memory", "strait.buffer.memory"),
+        ("A->B.strait.buffer.memory", "strait.buffer.memory"),
+        ("A.consumer.strait.fetchers.per.broker", "strait.fetchers.per.broker"),
+        (
+            "A->B.source.consumer.strait.fetchers.per.broker",
+            "strait.fetchers.per.broker",
+        ),
+        ("B.strait.http.listener", "strait.http.listener"),
+    ] {
+        assert_eq!(error(&format!("{TWO}{key} = 4\n")), process_wide(key, name), "{key}");
+    }
+    assert_eq!(
+        error(&format!("{TWO}strait.fetcher.per.broker = 2\n")),
+        "line 4: unknown key `strait.fetcher.per.broker` (did you mean `strait.fetchers.per.broker`?)"
     );
 }
