@@ -4,6 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::client::{AutoOffsetReset, ClusterClientConfig, IsolationLevel, Setting};
+use crate::data_path::{FetchSettings, ProduceSettings};
 use crate::filter::{ConfigPropertyFilter, GroupFilter, TopicFilter};
 use crate::policy::ReplicationPolicy;
 
@@ -118,7 +119,16 @@ pub struct FlowConfig {
     pub source_isolation_level: IsolationLevel,
     /// The replication consumer's `auto.offset.reset` (default earliest).
     pub source_auto_offset_reset: AutoOffsetReset,
+    /// How the mirror fetches from the source: `fetch.*`, `max.partition.fetch.bytes` and
+    /// `client.rack` of the source's consumer view.
+    pub source_fetch: FetchSettings,
+    /// How the mirror produces to the target: `acks`, `max.request.size`, the timeouts and
+    /// `max.in.flight.requests.per.connection` of the target's producer view.
+    pub target_produce: ProduceSettings,
     pub(crate) settings: Vec<(&'static str, Setting)>,
+    /// `source_fetch` and `target_produce` as `check-config` shows them, by Kafka key.
+    pub(crate) source_fetch_settings: Vec<(&'static str, Setting)>,
+    pub(crate) target_produce_settings: Vec<(&'static str, Setting)>,
 }
 
 impl FlowConfig {

@@ -24,6 +24,7 @@
 //! assert!(flow.should_replicate_topic("orders.eu"));
 //! assert_eq!(flow.skip_reason("B.orders"), Some(SkipReason::Cycle));
 //! assert_eq!(flow.source.get(ClientRole::Consumer, "isolation.level"), Some("read_committed"));
+//! assert_eq!(flow.source_fetch.max_bytes, 52_428_800); // fetch.max.bytes, Java's default
 //! // B->A exists only to write heartbeats into A.
 //! assert!(!config.flow("B", "A").expect("heartbeats").enabled);
 //! assert_eq!(config.ignored()[0].key, "tasks.max");
@@ -41,6 +42,10 @@
 //!   [`Mm2Config::fetchers_per_broker`]); `Display` and [`Mm2Config::to_json`] render the
 //!   effective configuration with the origin of every value.
 //! * [`ClusterClientConfig`]: client settings of one cluster per [`ClientRole`].
+//! * [`FetchSettings`] and [`ProduceSettings`] (module `data_path`): the Kafka client keys that
+//!   shape the mirror's Fetch and Produce requests, typed with Java's defaults and ranges, read
+//!   per flow from the source's consumer view ([`FlowConfig::source_fetch`]) and the target's
+//!   producer view ([`FlowConfig::target_produce`]).
 //! * [`ReplicationPolicy`]: remote topic naming (Default and Identity policies).
 //! * [`TopicFilter`], [`GroupFilter`], [`ConfigPropertyFilter`]: MM2's default filters.
 //! * [`ConfigError`]: the crate's single error type; messages name the line and key.
@@ -75,6 +80,9 @@
 //!   Identity policies and the default filters are built in.
 //! * `${provider:path:key}` placeholders are not resolved (a warning is recorded).
 //! * A top-level `use.defaults.from` is honoured (MM2 3.x/4.0 drops it in dedicated mode).
+//! * Strait's producer is always idempotent and must know what the target has: `acks = 0`,
+//!   `enable.idempotence = false`, more than 5 requests in flight and `request.timeout.ms = 0`
+//!   are refused; `acks = 1` is accepted with a warning.
 //! * Values MM2 would reject later (at connector or client start) are rejected up front:
 //!   booleans other than `true`/`false`, out-of-range numbers, unknown enum values, bad regexes,
 //!   bootstrap servers that are not `host:port`.
@@ -87,6 +95,7 @@
 //! `Default{Topic,Group,ConfigProperty}Filter`, `MirrorSourceConnector.shouldReplicateTopic`.
 
 mod client;
+mod data_path;
 mod error;
 mod filter;
 mod flow;
@@ -97,6 +106,7 @@ pub mod properties;
 mod render;
 
 pub use client::{AutoOffsetReset, ClientRole, ClusterClientConfig, IsolationLevel, Origin, SecurityProtocol, Setting};
+pub use data_path::{Acks, FetchSettings, ProduceSettings};
 pub use error::{ConfigError, Result};
 pub use filter::{ConfigPropertyFilter, GroupFilter, TopicFilter, UseDefaultsFrom};
 pub use flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule, SkipReason};

@@ -8,6 +8,7 @@ use crate::client::{
     parse_bootstrap_servers, AutoOffsetReset, ClientRole, ClusterClientConfig, IsolationLevel, Origin,
     SecurityProtocol, Setting,
 };
+use crate::data_path::{check_consumer_value, check_producer_value, setting_raw, FetchSettings, ProduceSettings};
 use crate::error::{ConfigError, Result};
 use crate::filter::{ConfigPropertyFilter, GroupFilter, PatternList, TopicFilter, UseDefaultsFrom};
 use crate::flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule};
@@ -581,6 +582,15 @@ impl<'p> Scopes<'p> {
             }
             _ => {}
         }
+        match role {
+            Some(ClientRole::Consumer) => check_consumer_value(name, raw)?,
+            Some(ClientRole::Producer) => {
+                if let Some(warning) = check_producer_value(name, raw)? {
+                    self.warn(prop, warning);
+                }
+            }
+            _ => {}
+        }
         if let Some(suggestion) = unknown_security_key(name) {
             let hint = suggestion.map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
             self.warn(
@@ -662,6 +672,9 @@ impl<'p> Scopes<'p> {
             .map(parse_auto_offset_reset)
             .transpose()?
             .unwrap_or_default();
+        let (source_fetch, source_fetch_settings) = FetchSettings::from_view(source_client.consumer())?;
+        let target_client = self.client(target, Some((flow, "target")));
+        let (target_produce, target_produce_settings) = ProduceSettings::from_view(target_client.producer())?;
 
         Ok(Some(FlowConfig {
             enabled: eff.bool("enabled")?,
@@ -693,9 +706,13 @@ impl<'p> Scopes<'p> {
             consumer_poll_timeout_ms: eff.raw("consumer.poll.timeout.ms").number("a long")?,
             source_isolation_level,
             source_auto_offset_reset,
-            target: self.client(target, Some((flow, "target"))),
+            source_fetch,
+            target_produce,
+            target: target_client,
             source: source_client,
             settings,
+            source_fetch_settings,
+            target_produce_settings,
         }))
     }
 
@@ -741,21 +758,6 @@ impl<'p> Scopes<'p> {
             view
         });
         ClusterClientConfig::new(alias, &connection, roles)
-    }
-}
-
-fn setting_raw<'a>(key: &'a str, setting: &'a Setting) -> Raw<'a> {
-    match &setting.origin {
-        Origin::File { line, key } => Raw {
-            key,
-            value: &setting.value,
-            line: *line,
-        },
-        Origin::Default => Raw {
-            key,
-            value: &setting.value,
-            line: 0,
-        },
     }
 }
 

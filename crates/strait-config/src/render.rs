@@ -1,14 +1,17 @@
 //! The effective configuration as text (`Display`) and JSON, for `strait check-config`.
 //!
 //! Client settings are printed with MM2's connector-config names (`source.consumer.<key>`,
-//! `target.producer.<key>`, …). Passwords, `sasl.jaas.config` and `ssl.keystore.key` are
-//! replaced by `[hidden]`.
+//! `target.producer.<key>`, …). The keys of the data path (the source's consumer `fetch.*`,
+//! `max.partition.fetch.bytes`, `client.rack`; the target's producer `acks`, timeouts, …) are
+//! printed for every flow with their effective value, default included. Passwords,
+//! `sasl.jaas.config` and `ssl.keystore.key` are replaced by `[hidden]`.
 
 use std::fmt;
 
 use serde_json::{json, Map, Value};
 
 use crate::client::{ClientRole, ClusterClientConfig, Origin, Setting};
+use crate::data_path::{FETCH_KEYS, PRODUCE_KEYS};
 use crate::flow::FlowConfig;
 use crate::keys::{is_secret, BUFFER_MEMORY, FETCHERS_PER_BROKER};
 use crate::mm2::Mm2Config;
@@ -34,6 +37,32 @@ fn client_lines<'a>(
             .iter()
             .map(move |(key, setting)| (format!("{side}.{}.{key}", role.as_str()), key.as_str(), setting))
     })
+}
+
+/// The flow's fetch and produce settings, effective value and origin, under their client
+/// names (`source.consumer.fetch.max.bytes`, `target.producer.acks`).
+fn data_path_lines(flow: &FlowConfig) -> impl Iterator<Item = (String, &Setting)> {
+    let fetch = flow
+        .source_fetch_settings
+        .iter()
+        .map(|(key, setting)| (format!("{FETCH_PREFIX}{key}"), setting));
+    let produce = flow
+        .target_produce_settings
+        .iter()
+        .map(|(key, setting)| (format!("{PRODUCE_PREFIX}{key}"), setting));
+    fetch.chain(produce)
+}
+
+const FETCH_PREFIX: &str = "source.consumer.";
+const PRODUCE_PREFIX: &str = "target.producer.";
+
+/// Whether a client line is one of [`data_path_lines`].
+fn is_data_path_line(name: &str) -> bool {
+    name.strip_prefix(FETCH_PREFIX)
+        .is_some_and(|key| FETCH_KEYS.contains(&key))
+        || name
+            .strip_prefix(PRODUCE_PREFIX)
+            .is_some_and(|key| PRODUCE_KEYS.contains(&key))
 }
 
 fn flow_status(flow: &FlowConfig) -> &'static str {
@@ -62,7 +91,13 @@ impl fmt::Display for Mm2Config {
             for (name, setting) in &flow.settings {
                 write_setting(f, name, &setting.value, &setting.origin)?;
             }
-            let clients = client_lines("source", &flow.source).chain(client_lines("target", &flow.target));
+            for (name, setting) in data_path_lines(flow) {
+                write_setting(f, &name, &setting.value, &setting.origin)?;
+            }
+            // The data path's keys are shown above, with their effective value or default.
+            let clients = client_lines("source", &flow.source)
+                .chain(client_lines("target", &flow.target))
+                .filter(|(name, _, _)| !is_data_path_line(name));
             for (name, key, setting) in clients {
                 write_setting(f, &name, shown(key, setting), &setting.origin)?;
             }
@@ -104,6 +139,12 @@ fn flow_json(flow: &FlowConfig) -> Value {
         .chain(client_lines("target", &flow.target))
         .map(|(name, key, s)| (name, setting_json(shown(key, s), &s.origin)))
         .collect();
+    let by_key = |settings: &[(&'static str, Setting)]| -> Map<String, Value> {
+        settings
+            .iter()
+            .map(|(key, s)| (key.to_string(), setting_json(&s.value, &s.origin)))
+            .collect()
+    };
     json!({
         "name": flow.name(),
         "source": flow.source.alias,
@@ -111,13 +152,16 @@ fn flow_json(flow: &FlowConfig) -> Value {
         "enabled": flow.enabled,
         "emit_heartbeats": flow.emit_heartbeats.enabled,
         "settings": settings,
+        "source_fetch": by_key(&flow.source_fetch_settings),
+        "target_produce": by_key(&flow.target_produce_settings),
         "clients": clients,
     })
 }
 
 impl Mm2Config {
     /// The effective configuration as JSON: `clusters`, `http_listener`, `buffer_memory` and
-    /// `fetchers_per_broker` (`strait.*` keys), `flows` (each with `settings` and `clients`),
+    /// `fetchers_per_broker` (`strait.*` keys), `flows` (each with `settings`, `source_fetch`
+    /// and `target_produce` by Kafka key, and `clients`, the role views as given to the clients),
     /// `ignored` and `warnings`; every value with its `origin`. Secrets are hidden.
     pub fn to_json(&self) -> Value {
         let process = |key: &str| {
