@@ -333,6 +333,30 @@ const IGNORED_KEYS: &[(&str, &str)] = &[
     ),
 ];
 
+const WHY_NO_REBATCH: &str = "record batches are forwarded as the source producer built them; Strait does not re-batch";
+const WHY_NO_RECOMPRESS: &str =
+    "batches are forwarded compressed as the source wrote them, without decompressing; the target gets the source's codec";
+const WHY_PROCESS_MEMORY: &str = "Strait bounds memory for the whole process with `strait.buffer.memory`";
+
+/// Producer keys that cannot apply to forwarded record batches, with the reason. They are
+/// ignored in every producer view (`A.producer.k`, `A->B.producer.k`, `A->B.target.producer.k`,
+/// …) and wherever else they are written.
+const PRODUCER_BATCH_KEYS: &[(&str, &str)] = &[
+    ("batch.size", WHY_NO_REBATCH),
+    ("linger.ms", WHY_NO_REBATCH),
+    ("compression.type", WHY_NO_RECOMPRESS),
+    ("buffer.memory", WHY_PROCESS_MEMORY),
+];
+
+/// Why a producer key has no effect on forwarded batches, if it is one of
+/// [`PRODUCER_BATCH_KEYS`].
+pub(crate) fn ignored_producer_reason(name: &str) -> Option<&'static str> {
+    PRODUCER_BATCH_KEYS
+        .iter()
+        .find(|(k, _)| *k == name)
+        .map(|&(_, why)| why)
+}
+
 /// Key prefixes that are accepted everywhere and ignored, with the reason.
 const IGNORED_PREFIXES: &[(&str, &str)] = &[
     ("offset.storage.", WHY_STORAGE),
@@ -374,6 +398,7 @@ pub(crate) fn ignored_reason(name: &str) -> Option<&'static str> {
         .or_else(|| IGNORED_PREFIXES.iter().find(|(p, _)| name.starts_with(p)))
         .map(|&(_, why)| why)
         .or_else(|| CLIENT_GENERIC_KEYS.contains(&name).then_some(WHY_CLIENT_GENERIC))
+        .or_else(|| ignored_producer_reason(name))
 }
 
 /// Every exact key name known in some scope, for "did you mean" suggestions.
@@ -383,6 +408,7 @@ pub(crate) fn known_names() -> impl Iterator<Item = &'static str> {
         .map(|k| k.name)
         .chain(DEPRECATED_KEYS.iter().map(|&(old, _)| old))
         .chain(IGNORED_KEYS.iter().map(|&(k, _)| k))
+        .chain(PRODUCER_BATCH_KEYS.iter().map(|&(k, _)| k))
         .chain(CLIENT_GENERIC_KEYS.iter().copied())
         .chain(KNOWN_SECURITY_KEYS.iter().copied())
         .chain(["clusters", "bootstrap.servers", "security.protocol"])
@@ -676,5 +702,9 @@ mod tests {
         assert_eq!(ignored_reason("offset.storage.replication.factor"), Some(WHY_STORAGE));
         assert_eq!(ignored_reason("client.id"), Some(WHY_CLIENT_GENERIC));
         assert_eq!(ignored_reason("topics"), None);
+        assert_eq!(ignored_reason("linger.ms"), Some(WHY_NO_REBATCH));
+        assert_eq!(ignored_producer_reason("compression.type"), Some(WHY_NO_RECOMPRESS));
+        assert_eq!(ignored_producer_reason("buffer.memory"), Some(WHY_PROCESS_MEMORY));
+        assert_eq!(ignored_producer_reason("acks"), None);
     }
 }

@@ -83,6 +83,10 @@
 //! * Strait's producer is always idempotent and must know what the target has: `acks = 0`,
 //!   `enable.idempotence = false`, more than 5 requests in flight and `request.timeout.ms = 0`
 //!   are refused; `acks = 1` is accepted with a warning.
+//! * The producer keys that shape batches (`batch.size`, `linger.ms`, `compression.type`,
+//!   `buffer.memory`) are listed as ignored wherever they are written: record batches are
+//!   forwarded as the source producer built and compressed them, and `strait.buffer.memory`
+//!   bounds memory for the whole process.
 //! * Values MM2 would reject later (at connector or client start) are rejected up front:
 //!   booleans other than `true`/`false`, out-of-range numbers, unknown enum values, bad regexes,
 //!   bootstrap servers that are not `host:port`.

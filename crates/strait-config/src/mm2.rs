@@ -13,10 +13,11 @@ use crate::error::{ConfigError, Result};
 use crate::filter::{ConfigPropertyFilter, GroupFilter, PatternList, TopicFilter, UseDefaultsFrom};
 use crate::flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule};
 use crate::keys::{
-    connector_key, deprecated_key, ignored_reason, is_connection_key, is_secret, java_list, java_trim, known_names,
-    one_of, scoped_strait_key, suggest, unknown_security_key, Kind, Raw, BUFFER_MEMORY, CONNECTOR_KEYS,
-    DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS, DEPRECATED_KEYS, FETCHERS_PER_BROKER,
-    HTTP_LISTENER, IDENTITY_POLICY_CLASS, MAX_FETCHERS_PER_BROKER, MIN_BUFFER_MEMORY, ROLE_PREFIXES, STRAIT_KEYS,
+    connector_key, deprecated_key, ignored_producer_reason, ignored_reason, is_connection_key, is_secret, java_list,
+    java_trim, known_names, one_of, scoped_strait_key, suggest, unknown_security_key, Kind, Raw, BUFFER_MEMORY,
+    CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS, DEPRECATED_KEYS,
+    FETCHERS_PER_BROKER, HTTP_LISTENER, IDENTITY_POLICY_CLASS, MAX_FETCHERS_PER_BROKER, MIN_BUFFER_MEMORY,
+    ROLE_PREFIXES, STRAIT_KEYS,
 };
 use crate::policy::{PolicyKind, ReplicationPolicy};
 use crate::properties::{Properties, Property};
@@ -466,6 +467,11 @@ impl<'p> Scopes<'p> {
         }
         let role = split_role(sub);
         let client_key = role.map_or(sub, |(_, rest)| rest);
+        if let Some((role, name)) = role {
+            if self.ignored_producer_key(prop, role, name) {
+                return Ok(());
+            }
+        }
         if self.client_value(prop, role.map(|(r, _)| r), client_key)? {
             let _ = self.clusters.entry(alias).or_default().insert(sub, prop);
             Ok(())
@@ -526,11 +532,24 @@ impl<'p> Scopes<'p> {
     /// A flow-level `<role>.<key>` (possibly after `source.`/`target.`): kept, or unknown.
     fn flow_role_value(&mut self, prop: &Property, key: &str) -> Result<bool> {
         match split_role(key) {
+            Some((role, rest)) if self.ignored_producer_key(prop, role, rest) => Ok(false),
             Some((role, rest)) => self.client_value(prop, Some(role), rest),
             None => {
                 let (prefix, name) = prop.key.split_at(prop.key.len() - key.len());
                 Err(Self::unknown_key(prop, prefix, name))
             }
+        }
+    }
+
+    /// Lists a producer key that cannot apply to forwarded batches (`linger.ms`, …) as ignored;
+    /// true if it is one.
+    fn ignored_producer_key(&mut self, prop: &Property, role: ClientRole, name: &str) -> bool {
+        match ignored_producer_reason(name).filter(|_| role == ClientRole::Producer) {
+            Some(why) => {
+                self.ignore(prop, why);
+                true
+            }
+            None => false,
         }
     }
 

@@ -416,3 +416,59 @@ fn check_config_json_shows_the_data_path() {
     assert_eq!(flow["clients"]["source.consumer.client.rack"]["value"], "r1");
     assert_eq!(json["flows"][1]["source_fetch"]["client.rack"]["value"], "");
 }
+
+#[test]
+fn batch_shaping_producer_keys_are_listed_as_ignored() {
+    let rebatch = "record batches are forwarded as the source producer built them; Strait does not re-batch";
+    let codec = "batches are forwarded compressed as the source wrote them, without decompressing; the target gets \
+                 the source's codec";
+    let memory = "Strait bounds memory for the whole process with `strait.buffer.memory`";
+    let config = ab("B.producer.batch.size = 262144\n\
+         A->B.target.producer.linger.ms = 10\n\
+         A->B.producer.compression.type = zstd\n\
+         A.producer.buffer.memory = 134217728\n\
+         A->B.source.producer.linger.ms = 5\n\
+         linger.ms = 5\n\
+         B.compression.type = lz4\n\
+         A->B.batch.size = 1\n\
+         producer.linger.ms = 5\n");
+    let lines: Vec<String> = config.ignored().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("line 5: `B.producer.batch.size` ignored: {rebatch}"),
+            format!("line 6: `A->B.target.producer.linger.ms` ignored: {rebatch}"),
+            format!("line 7: `A->B.producer.compression.type` ignored: {codec}"),
+            format!("line 8: `A.producer.buffer.memory` ignored: {memory}"),
+            format!("line 9: `A->B.source.producer.linger.ms` ignored: {rebatch}"),
+            format!("line 10: `linger.ms` ignored: {rebatch}"),
+            format!("line 11: `B.compression.type` ignored: {codec}"),
+            format!("line 12: `A->B.batch.size` ignored: {rebatch}"),
+            // Top-level role keys were already ignored, for MM2's reason.
+            "line 13: `producer.linger.ms` ignored: MM2 dedicated mode does not use top-level `consumer.*`, \
+             `producer.*` or `admin.*` keys; use `<alias>.consumer.<key>` (all flows of a cluster) or \
+             `<source>-><target>.consumer.<key>`"
+                .to_owned(),
+        ]
+    );
+    // Not in any producer view, so no client is given them.
+    let flow = config.flow("A", "B").unwrap();
+    for key in ["batch.size", "linger.ms", "compression.type", "buffer.memory"] {
+        assert_eq!(flow.target.get(ClientRole::Producer, key), None, "{key}");
+        assert_eq!(flow.source.get(ClientRole::Producer, key), None, "{key}");
+    }
+    // check-config prints them, in text and JSON.
+    assert!(
+        config.to_string().contains(&format!(
+            "\n  line 6: `A->B.target.producer.linger.ms` ignored: {rebatch}\n"
+        )),
+        "{config}"
+    );
+    assert_eq!(
+        config.to_json()["ignored"][2],
+        serde_json::json!({ "line": 7, "key": "A->B.producer.compression.type", "reason": codec })
+    );
+    // A consumer key of the same name is not the producer's: passed on like any consumer key.
+    let config = ab("A.consumer.linger.ms = 5\n");
+    assert!(config.ignored().is_empty());
+}

@@ -335,8 +335,8 @@ fn flow_client_layers() {
          A->B.consumer.fetch.min.bytes = 3\n\
          A->B.source.consumer.fetch.min.bytes = 4\n\
          A->B.source.cluster.ssl.truststore.location = /flow.jks\n\
-         B.producer.linger.ms = 5\n\
-         A->B.target.producer.linger.ms = 6\n\
+         B.producer.retries = 5\n\
+         A->B.target.producer.retries = 6\n\
          A->B.producer.acks = all\n\
          A->B.target.admin.request.timeout.ms = 7\n");
     let flow = config.flow("A", "B").unwrap();
@@ -354,7 +354,7 @@ fn flow_client_layers() {
     assert_eq!(source.get(ClientRole::Consumer, "auto.offset.reset"), Some("earliest"));
     assert_eq!(source.get(ClientRole::Producer, "acks"), Some("all"));
     let target = &flow.target;
-    assert_eq!(target.get(ClientRole::Producer, "linger.ms"), Some("6"));
+    assert_eq!(target.get(ClientRole::Producer, "retries"), Some("6"));
     assert_eq!(target.get(ClientRole::Producer, "acks"), Some("all"));
     assert_eq!(target.get(ClientRole::Admin, "request.timeout.ms"), Some("7"));
     assert_eq!(target.get(ClientRole::Consumer, "fetch.max.bytes"), Some("2"));
@@ -374,7 +374,7 @@ fn flow_client_layers() {
     );
     // The cluster-level view is untouched by the flow.
     assert_eq!(
-        config.cluster("B").unwrap().get(ClientRole::Producer, "linger.ms"),
+        config.cluster("B").unwrap().get(ClientRole::Producer, "retries"),
         Some("5")
     );
 }
@@ -688,7 +688,7 @@ fn errors_unknown_keys() {
         "line 4: unknown key `A->B` (not an MM2, Kafka client or Connect setting; remove it or fix the spelling)"
     );
     assert!(matches!(
-        Mm2Config::parse(&format!("{TWO}A.linger.ms = 5\n")).unwrap_err(),
+        Mm2Config::parse(&format!("{TWO}A.max.poll.records = 5\n")).unwrap_err(),
         ConfigError::UnknownKey { line: 4, .. }
     ));
 }
