@@ -2,6 +2,7 @@
 //! Kafka client connection keys, the Connect keys Strait ignores, and Java-compatible value
 //! parsing.
 
+use crate::data_path::{FETCH_KEYS, PRODUCE_KEYS};
 use crate::error::{ConfigError, Result};
 use crate::filter::PatternList;
 use crate::properties::Property;
@@ -397,8 +398,15 @@ pub(crate) fn ignored_reason(name: &str) -> Option<&'static str> {
         .find(|(k, _)| *k == name)
         .or_else(|| IGNORED_PREFIXES.iter().find(|(p, _)| name.starts_with(p)))
         .map(|&(_, why)| why)
-        .or_else(|| CLIENT_GENERIC_KEYS.contains(&name).then_some(WHY_CLIENT_GENERIC))
+        .or_else(|| is_client_role_key(name).then_some(WHY_CLIENT_GENERIC))
         .or_else(|| ignored_producer_reason(name))
+}
+
+/// Kafka client keys that only a client role reads (`<alias>.<role>.k`,
+/// `<source>-><target>.[source.|target.]<role>.k`), never `<alias>.k` or top-level `k`: the
+/// generic client keys and the data path's consumer and producer keys.
+fn is_client_role_key(name: &str) -> bool {
+    CLIENT_GENERIC_KEYS.contains(&name) || FETCH_KEYS.contains(&name) || PRODUCE_KEYS.contains(&name)
 }
 
 /// Every exact key name known in some scope, for "did you mean" suggestions.
@@ -410,6 +418,8 @@ pub(crate) fn known_names() -> impl Iterator<Item = &'static str> {
         .chain(IGNORED_KEYS.iter().map(|&(k, _)| k))
         .chain(PRODUCER_BATCH_KEYS.iter().map(|&(k, _)| k))
         .chain(CLIENT_GENERIC_KEYS.iter().copied())
+        .chain(FETCH_KEYS.iter().copied())
+        .chain(PRODUCE_KEYS.iter().copied())
         .chain(KNOWN_SECURITY_KEYS.iter().copied())
         .chain(["clusters", "bootstrap.servers", "security.protocol"])
         .chain(STRAIT_KEYS.iter().copied())

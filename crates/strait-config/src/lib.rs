@@ -69,8 +69,11 @@
 //! strait.fetchers.per.broker = 1      fetch connections per source broker (1 to 16)
 //! ```
 //!
-//! Connector keys: flow level > top level > MM2 default. Client keys:
-//! `A.producer.k` > `A.k` > top-level `k` (see [`ClusterClientConfig`] for flow overrides).
+//! Connector keys: flow level > top level > MM2 default. Client connection keys
+//! (`bootstrap.servers`, `security.protocol`, `ssl.*`, `sasl.*`): `A.producer.k` > `A.k` >
+//! top-level `k`; other client keys (`fetch.max.bytes`, `acks`, …) only from a role,
+//! `A.consumer.k` or `A.producer.k`, as in MM2 (see [`ClusterClientConfig`] for flow overrides);
+//! the known ones written at `A.k` or top level are listed as ignored.
 //! Known Connect worker and connector keys are accepted and listed by [`Mm2Config::ignored`];
 //! anything else is an error with a "did you mean" suggestion.
 //!

@@ -472,3 +472,50 @@ fn batch_shaping_producer_keys_are_listed_as_ignored() {
     let config = ab("A.consumer.linger.ms = 5\n");
     assert!(config.ignored().is_empty());
 }
+
+#[test]
+fn data_path_keys_outside_a_client_role_are_listed_as_ignored() {
+    // MM2 gives its clients only the connection keys of `<alias>.k` and top-level `k`
+    // (MirrorSourceConfig.sourceConsumerConfig keeps CLIENT_CONFIG_DEF's names of
+    // `source.cluster.*`); so do Strait's views, and it says so.
+    let config = ab("fetch.max.bytes = 1\n\
+         A.fetch.min.bytes = 2\n\
+         A->B.max.partition.fetch.bytes = 3\n\
+         B.acks = 1\n\
+         acks = 0\n\
+         B.enable.idempotence = false\n\
+         A->B.max.in.flight.requests.per.connection = 9\n\
+         A.client.rack = r\n\
+         B.request.timeout.ms = 0\n\
+         A->B.target.cluster.delivery.timeout.ms = 1\n");
+    let flow = config.flow("A", "B").unwrap();
+    assert_eq!(flow.source_fetch, FetchSettings::default());
+    assert_eq!(flow.target_produce, ProduceSettings::default());
+    assert!(config.warnings().is_empty(), "{:?}", config.warnings());
+    let generic = "MM2 passes only bootstrap.servers, security.protocol, ssl.* and sasl.* from cluster-level and \
+                   top-level keys to its clients; use `<alias>.consumer.<key>`, `<alias>.producer.<key>` or \
+                   `<alias>.admin.<key>`";
+    let lines: Vec<String> = config.ignored().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("line 5: `fetch.max.bytes` ignored: {generic}"),
+            format!("line 6: `A.fetch.min.bytes` ignored: {generic}"),
+            format!("line 7: `A->B.max.partition.fetch.bytes` ignored: {generic}"),
+            format!("line 8: `B.acks` ignored: {generic}"),
+            format!("line 9: `acks` ignored: {generic}"),
+            format!("line 10: `B.enable.idempotence` ignored: {generic}"),
+            format!("line 11: `A->B.max.in.flight.requests.per.connection` ignored: {generic}"),
+            format!("line 12: `A.client.rack` ignored: {generic}"),
+            format!("line 13: `B.request.timeout.ms` ignored: {generic}"),
+            "line 14: `A->B.target.cluster.delivery.timeout.ms` ignored: only bootstrap.servers, security.protocol, \
+             ssl.* and sasl.* are read from `source.cluster.*` and `target.cluster.*`"
+                .to_owned(),
+        ]
+    );
+    // A misspelt one gets a suggestion.
+    assert_eq!(
+        error(&format!("{AB}A.fetch.max.byte = 1\n")),
+        "line 5: unknown key `A.fetch.max.byte` (did you mean `A.fetch.max.bytes`?)"
+    );
+}
