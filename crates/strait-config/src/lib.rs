@@ -83,9 +83,9 @@
 //!   Identity policies and the default filters are built in.
 //! * `${provider:path:key}` placeholders are not resolved (a warning is recorded).
 //! * A top-level `use.defaults.from` is honoured (MM2 3.x/4.0 drops it in dedicated mode).
-//! * Strait's producer is always idempotent and must know what the target has: `acks = 0`,
-//!   `enable.idempotence = false`, more than 5 requests in flight and `request.timeout.ms = 0`
-//!   are refused; `acks = 1` is accepted with a warning.
+//! * Strait's producer is always idempotent and must know what the target has: the producer
+//!   keys `acks = 0`, `enable.idempotence = false`, more than 5 requests in flight and
+//!   `request.timeout.ms = 0` are refused; `acks = 1` is accepted with a warning.
 //! * The producer keys that shape batches (`batch.size`, `linger.ms`, `compression.type`,
 //!   `buffer.memory`) are listed as ignored wherever they are written: record batches are
 //!   forwarded as the source producer built and compressed them, and `strait.buffer.memory`
