@@ -34,7 +34,7 @@ fn fast_path(c: &mut Criterion) {
                     sequence += batch.records_count();
                     let parts = batch.rewrite(state).expect("forwardable").into_parts();
                     let topics = [TopicRecords {
-                        topic: "source.orders".into(),
+                        topic: strait_client::topic_name("source.orders"),
                         partitions: vec![PartitionRecords {
                             partition: 0,
                             records: parts,

@@ -167,6 +167,7 @@ pub fn start_flow(properties: &str, from: &str, to: &str) -> strait_mirror::Flow
             .flow(from, to)
             .unwrap_or_else(|| panic!("the {from}->{to} flow"))
             .clone(),
+        &strait_mirror::Process::new(&config),
     )
 }
 

@@ -6,21 +6,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, CreatePartitionsRequest, CreateTopicsRequest, FetchRequest, InitProducerIdRequest,
-    ListOffsetsRequest, MetadataRequest, ProduceResponse, TopicName,
+    ApiKey, BrokerId, CreatePartitionsRequest, CreateTopicsRequest, InitProducerIdRequest, ListOffsetsRequest,
+    MetadataRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::sync::Mutex;
 
-use crate::connection::{decode_response, BrokerConnection, ConnectionConfig, PendingResponse};
-use crate::produce::{encode_produce_request, PartitionRecords, TopicRecords};
+use crate::backoff::Backoff;
+use crate::connection::{BrokerConnection, ConnectionConfig};
+use crate::fetch::{FetchParams, FetchPosition, FetchSession, FetchedPartition};
+use crate::produce::submit_produce;
 use crate::{Error, Result};
 
 /// Settings of a cluster client.
@@ -108,21 +110,6 @@ pub enum OffsetSpec {
     Earliest,
     /// The log end offset (high watermark).
     Latest,
-}
-
-/// One partition's data from a Fetch.
-#[derive(Debug, Clone)]
-pub struct FetchedPartition {
-    /// The high watermark.
-    pub high_watermark: i64,
-    /// The last stable offset.
-    pub last_stable_offset: i64,
-    /// The log start offset.
-    pub log_start_offset: i64,
-    /// Aborted transactions overlapping the fetched range: `(producer_id, first_offset)`.
-    pub aborted_transactions: Vec<(i64, i64)>,
-    /// Raw record batches (the last one possibly partial).
-    pub records: Bytes,
 }
 
 /// A producer identity from InitProducerId.
@@ -289,26 +276,38 @@ impl KafkaClient {
     pub async fn leader(&self, topic: &str, partition: i32) -> Result<BrokerConnection> {
         let metadata = self.metadata(Some(&[topic])).await?;
         let context = || format!("Metadata {topic}-{partition}");
-        let topic_metadata = metadata.topics.get(topic).ok_or_else(|| Error::NoBroker(context()))?;
+        let topic_metadata = metadata
+            .topics
+            .get(topic)
+            .ok_or_else(|| Error::kafka(ResponseError::UnknownTopicOrPartition, context()))?;
         Error::check(topic_metadata.error, context, None)?;
         let partition_metadata = topic_metadata
             .partitions
             .iter()
             .find(|p| p.partition == partition)
-            .ok_or_else(|| Error::check(3, context, None).unwrap_err())?;
+            .ok_or_else(|| Error::kafka(ResponseError::UnknownTopicOrPartition, context()))?;
         Error::check(partition_metadata.error, context, None)?;
         if partition_metadata.leader < 0 {
-            return Err(Error::check(5, context, None).unwrap_err());
+            return Err(Error::kafka(ResponseError::LeaderNotAvailable, context()));
         }
         self.connection(partition_metadata.leader).await
     }
 
-    /// A new connection of its own to the leader of `topic`/`partition`, not shared with other
-    /// callers: Kafka answers the requests of one connection one at a time, so a long-polling
-    /// Fetch would hold up everything else queued on a shared connection.
-    pub async fn dedicated_leader_connection(&self, topic: &str, partition: i32) -> Result<BrokerConnection> {
-        let shared = self.leader(topic, partition).await?;
-        BrokerConnection::connect(shared.broker(), self.inner.config.connection.clone()).await
+    /// The brokers as the last Metadata request listed them.
+    pub async fn brokers(&self) -> BTreeMap<i32, Broker> {
+        self.inner.brokers.lock().await.clone()
+    }
+
+    /// A new connection to broker `id`, of the caller's own (not shared: Kafka answers the
+    /// requests of one connection one at a time, so a long-polling Fetch would hold up
+    /// everything queued behind it), with `config` (this client's settings, with a counter of
+    /// the caller's, say).
+    pub async fn connect_to(&self, id: i32, config: ConnectionConfig) -> Result<BrokerConnection> {
+        let address = match self.inner.brokers.lock().await.get(&id) {
+            Some(broker) => broker.address.clone(),
+            None => return Err(Error::NoBroker(format!("broker {id} is not in the cluster's metadata"))),
+        };
+        BrokerConnection::connect(&address, config).await
     }
 
     /// Creates topics; a topic that already exists counts as created.
@@ -339,7 +338,7 @@ impl KafkaClient {
         })
         .await?;
         for topic in &response.topics {
-            if topic.error_code == 36 {
+            if topic.error_code == ResponseError::TopicAlreadyExists.code() {
                 continue; // TOPIC_ALREADY_EXISTS
             }
             Error::check(
@@ -396,8 +395,7 @@ impl KafkaClient {
             for &partition in partitions {
                 let leader = known.iter().find(|p| p.partition == partition).map_or(-1, |p| p.leader);
                 if leader < 0 {
-                    return Err(Error::check(5, context(partition), None).unwrap_err());
-                    // LEADER_NOT_AVAILABLE
+                    return Err(Error::kafka(ResponseError::LeaderNotAvailable, context(partition)()));
                 }
                 by_leader.entry(leader).or_default().push(partition);
             }
@@ -424,7 +422,8 @@ impl KafkaClient {
                         .iter()
                         .flat_map(|t| &t.partitions)
                         .find(|p| p.partition_index == partition);
-                    let p = p.ok_or_else(|| Error::check(3, context(partition), None).unwrap_err())?;
+                    let p =
+                        p.ok_or_else(|| Error::kafka(ResponseError::UnknownTopicOrPartition, context(partition)()))?;
                     Error::check(p.error_code, context(partition), None)?;
                     offsets.insert(partition, p.offset);
                 }
@@ -457,41 +456,35 @@ impl KafkaClient {
         max_bytes: i32,
         read_committed: bool,
     ) -> Result<FetchedPartition> {
-        let request = FetchRequest::default()
-            .with_max_wait_ms(100)
-            .with_min_bytes(1)
-            .with_max_bytes(max_bytes)
-            .with_isolation_level(i8::from(read_committed))
-            .with_topics(vec![FetchTopic::default()
-                .with_topic(topic_name(topic))
-                .with_partitions(vec![FetchPartition::default()
-                    .with_partition(partition)
-                    .with_fetch_offset(offset)
-                    .with_partition_max_bytes(max_bytes)])]);
+        let mut session = FetchSession::sessionless();
+        session.fetch(
+            (topic_name(topic), partition),
+            FetchPosition {
+                fetch_offset: offset,
+                partition_max_bytes: max_bytes,
+            },
+        );
+        let (request, _) = session.build(&FetchParams {
+            max_wait_ms: 100,
+            min_bytes: 1,
+            max_bytes,
+            read_committed,
+            rack_id: None,
+        });
         let response = self.leader(topic, partition).await?.send(&request).await?;
-        Error::check(response.error_code, || format!("Fetch {topic}-{partition}"), None)?;
-        let data = response
-            .responses
+        let data = session
+            .handle_response(response)?
             .into_iter()
-            .flat_map(|t| t.partitions)
-            .find(|p| p.partition_index == partition)
+            .find(|p| p.topic.0.as_str() == topic && p.partition == partition)
             .ok_or_else(|| Error::Protocol {
                 api: ApiKey::Fetch,
                 version: -1,
                 message: format!("no data for {topic}-{partition}"),
             })?;
-        Error::check(
-            data.error_code,
-            || format!("Fetch {topic}-{partition} at {offset}"),
-            None,
-        )?;
-        Ok(FetchedPartition {
-            high_watermark: data.high_watermark,
-            last_stable_offset: data.last_stable_offset,
-            log_start_offset: data.log_start_offset,
-            aborted_transactions: aborted_transactions(&data),
-            records: data.records.unwrap_or_default(),
-        })
+        match data.error(offset) {
+            Some(error) => Err(error),
+            None => Ok(data),
+        }
     }
 
     /// Produces one record batch (in parts) to a partition with `acks=all` and returns the base
@@ -547,86 +540,6 @@ impl KafkaClient {
     }
 }
 
-/// Sends one record batch (in parts) to `topic`/`partition` on `connection` (its leader) with
-/// `acks=all`, without waiting for the answer: see [`PendingResponse`] for the ordering promise.
-pub async fn submit_produce(
-    connection: &BrokerConnection,
-    topic: &str,
-    partition: i32,
-    batch: Vec<Bytes>,
-    timeout_ms: i32,
-) -> Result<PendingProduce> {
-    let version = connection.version(ApiKey::Produce)?;
-    let body = encode_produce_request(
-        version,
-        None,
-        -1,
-        timeout_ms,
-        &[TopicRecords {
-            topic: topic.into(),
-            partitions: vec![PartitionRecords {
-                partition,
-                records: batch,
-            }],
-        }],
-    );
-    let pending = connection.submit(ApiKey::Produce, version, body).await?;
-    Ok(PendingProduce {
-        pending,
-        version,
-        topic: topic.into(),
-        partition,
-    })
-}
-
-/// A Produce request of one batch on the wire.
-#[derive(Debug)]
-pub struct PendingProduce {
-    pending: PendingResponse,
-    version: i16,
-    topic: String,
-    partition: i32,
-}
-
-impl PendingProduce {
-    /// Waits for the answer: the base offset the batch got, or the partition's error.
-    pub async fn base_offset(self) -> Result<i64> {
-        let (topic, partition, version) = (self.topic, self.partition, self.version);
-        let frame = self.pending.response().await?;
-        let response: ProduceResponse = decode_response(ApiKey::Produce, version, frame)?;
-        let p = response
-            .responses
-            .iter()
-            .flat_map(|t| &t.partition_responses)
-            .find(|p| p.index == partition)
-            .ok_or_else(|| Error::Protocol {
-                api: ApiKey::Produce,
-                version,
-                message: format!("no answer for {topic}-{partition}"),
-            })?;
-        let message = p.error_message.as_ref().map(|m| m.as_str().to_owned()).or_else(|| {
-            let errors: Vec<String> = p
-                .record_errors
-                .iter()
-                .map(|e| {
-                    format!(
-                        "record {}: {}",
-                        e.batch_index,
-                        e.batch_index_error_message.as_deref().unwrap_or("")
-                    )
-                })
-                .collect();
-            (!errors.is_empty()).then(|| errors.join("; "))
-        });
-        Error::check(
-            p.error_code,
-            || format!("Produce {topic}-{partition}"),
-            message.as_deref(),
-        )?;
-        Ok(p.base_offset)
-    }
-}
-
 /// Runs `attempt` until it succeeds, fails for good, or `deadline` passes; retriable errors
 /// (leader moves, a topic still being created, a dropped connection) are retried with backoff,
 /// as Kafka's admin client does.
@@ -636,13 +549,16 @@ where
     Fut: std::future::Future<Output = Result<T>>,
 {
     let give_up = tokio::time::Instant::now() + deadline;
-    let mut delay = Duration::from_millis(50);
+    let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
     loop {
         match attempt().await {
-            Err(error) if error.is_retriable() && tokio::time::Instant::now() + delay < give_up => {
+            Err(error) if error.is_retriable() => {
+                let delay = backoff.next_delay();
+                if tokio::time::Instant::now() + delay >= give_up {
+                    return Err(error);
+                }
                 tracing::debug!(%error, "retrying in {delay:?}");
                 tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(1));
             }
             result => return result,
         }

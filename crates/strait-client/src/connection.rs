@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::io::IoSlice;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes, VersionRange};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::sasl::{client_nonce, plain_message, ScramClient};
 use crate::security::{tls_error, SaslConfig, SaslMechanism, Security, TlsConfig};
@@ -24,9 +24,14 @@ use crate::{AuthenticationFailure, Error, KafkaCode, Result};
 
 /// The largest response frame we accept; larger sizes mean a broken stream.
 const MAX_FRAME: usize = 256 * 1024 * 1024;
-/// How much more room the read buffer takes at a time while a frame arrives. A Fetch response
-/// (2 MiB per partition) fits in one step.
+/// How much more room a frame's buffer takes at a time while it arrives: the size comes from
+/// the peer, and a frame announced as 256 MiB may never arrive.
 const FRAME_GROWTH: usize = 8 * 1024 * 1024;
+/// Frames from this size on get an allocation of their own, exactly their size; smaller ones are
+/// copied out of the shared read buffer. Either way a frame holds no memory but its own: record
+/// batches are handed on without copying and may live until the target acknowledges them, so
+/// they must not keep a larger buffer alive.
+const OWN_ALLOCATION: usize = 16 * 1024;
 /// Requests queued for the writer before senders wait.
 const QUEUE: usize = 64;
 
@@ -41,6 +46,25 @@ pub struct ConnectionConfig {
     pub connect_timeout: Duration,
     /// TLS and SASL (`security.protocol` and the `ssl.*`/`sasl.*` keys).
     pub security: Security,
+    /// Counts the connections open with these settings.
+    pub counter: ConnectionCounter,
+}
+
+/// How many connections are open: shared by every connection opened with one
+/// [`ConnectionConfig`] (and its clones), for the `strait_connections` metric.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionCounter(Arc<AtomicI64>);
+
+impl ConnectionCounter {
+    /// A counter of its own, at zero.
+    pub fn new() -> Self {
+        ConnectionCounter::default()
+    }
+
+    /// Connections open now.
+    pub fn get(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 impl Default for ConnectionConfig {
@@ -50,6 +74,7 @@ impl Default for ConnectionConfig {
             request_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             security: Security::default(),
+            counter: ConnectionCounter::default(),
         }
     }
 }
@@ -61,6 +86,8 @@ type Reply = oneshot::Sender<Result<Bytes>>;
 struct State {
     pending: HashMap<i32, Reply>,
     closed: Option<Error>,
+    /// Whether this connection is counted as open in its [`ConnectionCounter`].
+    counted: bool,
 }
 
 struct Shared {
@@ -69,6 +96,8 @@ struct Shared {
     state: Mutex<State>,
     next_correlation_id: AtomicI32,
     writer: mpsc::Sender<Vec<Bytes>>,
+    /// Tells the writer to close the socket once the connection is poisoned.
+    closing: Arc<Notify>,
     /// Set once, right after connecting, from ApiVersions.
     versions: std::sync::OnceLock<HashMap<i16, VersionRange>>,
 }
@@ -118,12 +147,15 @@ impl BrokerConnection {
                 state: Mutex::new(State {
                     pending: HashMap::new(),
                     closed: None,
+                    counted: true,
                 }),
                 next_correlation_id: AtomicI32::new(1),
                 writer,
+                closing: Arc::new(Notify::new()),
                 versions: std::sync::OnceLock::new(),
             }),
         };
+        connection.shared.config.counter.0.fetch_add(1, Ordering::Relaxed);
         match tls {
             None => {
                 let (read, write) = stream.into_split();
@@ -158,6 +190,7 @@ impl BrokerConnection {
             Arc::downgrade(&self.shared),
             write,
             requests,
+            self.shared.closing.clone(),
             reader.abort_handle(),
         ));
     }
@@ -287,6 +320,21 @@ impl BrokerConnection {
         let api = api_key(R::KEY);
         let version = self.version(api)?;
         self.send_version(request, version).await
+    }
+
+    /// Sends `request` at the negotiated version and decodes the response; also returns the
+    /// response frame's size, which the decoded response's byte fields are slices of.
+    pub async fn send_measured<R: Request>(&self, request: &R) -> Result<(R::Response, usize)> {
+        let api = api_key(R::KEY);
+        let version = self.version(api)?;
+        let protocol = |message: String| Error::Protocol { api, version, message };
+        let mut body = BytesMut::with_capacity(request.compute_size(version).map_err(|e| protocol(e.to_string()))?);
+        request
+            .encode(&mut body, version)
+            .map_err(|e| protocol(e.to_string()))?;
+        let frame = self.round_trip(api, version, vec![body.freeze()]).await?;
+        let size = frame.len();
+        Ok((decode_response::<R::Response>(api, version, frame)?, size))
     }
 
     /// Sends `request` at a given `version` and decodes the response.
@@ -452,10 +500,28 @@ impl Shared {
             if state.closed.is_none() {
                 state.closed = Some(error.clone());
             }
+            self.uncount(&mut state);
             std::mem::take(&mut state.pending)
         };
         for (_, reply) in pending {
             let _ = reply.send(Err(error.clone()));
+        }
+        // The socket goes now, not when the last handle is dropped.
+        self.closing.notify_one();
+    }
+
+    fn uncount(&self, state: &mut State) {
+        if std::mem::take(&mut state.counted) {
+            self.config.counter.0.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if std::mem::take(&mut state.counted) {
+            self.config.counter.0.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
@@ -464,9 +530,18 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     shared: std::sync::Weak<Shared>,
     mut socket: W,
     mut requests: mpsc::Receiver<Vec<Bytes>>,
+    closing: Arc<Notify>,
     reader: tokio::task::AbortHandle,
 ) {
-    while let Some(mut frame) = requests.recv().await {
+    loop {
+        let mut frame = tokio::select! {
+            frame = requests.recv() => match frame {
+                Some(frame) => frame,
+                None => break,
+            },
+            // Poisoned: nothing more goes out on this socket, and nothing it says is awaited.
+            _ = closing.notified() => break,
+        };
         // TLS buffers what it encrypts: flush so that every request reaches the broker now.
         let written = match write_all_vectored(&mut socket, &mut frame).await {
             Ok(()) => socket.flush().await,
@@ -483,7 +558,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             break;
         }
     }
-    // Every handle is gone (or the socket failed): nobody waits for responses any more.
+    // Every handle is gone, or the connection failed: nobody waits for responses any more.
     reader.abort();
     let _ = socket.shutdown().await;
 }
@@ -558,8 +633,8 @@ enum FrameError {
     Size(i64),
 }
 
-/// Reads one size-prefixed frame. Bytes past the frame stay in `buffer` for the next call;
-/// the frame itself is split off without copying.
+/// Reads one size-prefixed frame. Bytes past the frame stay in `buffer` for the next call. The
+/// frame holds exactly its own bytes (see [`OWN_ALLOCATION`]).
 async fn read_frame<R: AsyncRead + Unpin>(
     socket: &mut R,
     buffer: &mut BytesMut,
@@ -569,9 +644,30 @@ async fn read_frame<R: AsyncRead + Unpin>(
     if size < 0 || size as usize > MAX_FRAME {
         return Err(FrameError::Size(i64::from(size)));
     }
-    fill(socket, buffer, 4 + size as usize).await?;
+    let size = size as usize;
+    if size < OWN_ALLOCATION {
+        fill(socket, buffer, 4 + size).await?;
+        let frame = Bytes::copy_from_slice(&buffer[4..4 + size]);
+        buffer.advance(4 + size);
+        return Ok(frame);
+    }
     buffer.advance(4);
-    Ok(buffer.split_to(size as usize).freeze())
+    let mut frame: Vec<u8> = Vec::new();
+    let buffered = buffer.len().min(size);
+    frame.reserve_exact(size.min(buffered + FRAME_GROWTH));
+    frame.extend_from_slice(&buffer[..buffered]);
+    buffer.advance(buffered);
+    while frame.len() < size {
+        if frame.len() == frame.capacity() {
+            frame.reserve_exact((size - frame.len()).min(FRAME_GROWTH));
+        }
+        // The capacity never passes `size`, so nothing of the next frame is read into this one.
+        let read = socket.read_buf(&mut frame).await.map_err(FrameError::Io)?;
+        if read == 0 {
+            return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+    }
+    Ok(Bytes::from(frame))
 }
 
 async fn fill<R: AsyncRead + Unpin>(
@@ -580,9 +676,7 @@ async fn fill<R: AsyncRead + Unpin>(
     wanted: usize,
 ) -> std::result::Result<(), FrameError> {
     while buffer.len() < wanted {
-        // Room for what is missing, but at most FRAME_GROWTH more at a time: the size comes
-        // from the peer, and a frame announced as 256 MiB may never arrive.
-        buffer.reserve((wanted - buffer.len()).clamp(64 * 1024, FRAME_GROWTH));
+        buffer.reserve((wanted - buffer.len()).max(64 * 1024));
         let read = socket.read_buf(buffer).await.map_err(FrameError::Io)?;
         if read == 0 {
             return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into()));
@@ -595,18 +689,60 @@ async fn fill<R: AsyncRead + Unpin>(
 mod tests {
     use super::*;
 
+    /// A reader that remembers the most room a read was offered: what the caller reserved.
+    struct Offered<'a> {
+        bytes: &'a [u8],
+        most: usize,
+    }
+
+    impl AsyncRead for Offered<'_> {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            self.most = self.most.max(buf.remaining());
+            let n = buf.remaining().min(self.bytes.len()).min(4096);
+            buf.put_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
     #[tokio::test]
     async fn a_frame_announced_but_not_sent_does_not_reserve_its_size() {
         let mut stream: Vec<u8> = (200 * 1024 * 1024i32).to_be_bytes().to_vec();
-        stream.extend_from_slice(&[0; 10]);
-        let mut buffer = BytesMut::new();
-        let result = read_frame(&mut stream.as_slice(), &mut buffer).await;
+        stream.extend_from_slice(&[0; 100_000]);
+        let mut reader = Offered {
+            bytes: &stream,
+            most: 0,
+        };
+        let result = read_frame(&mut reader, &mut BytesMut::new()).await;
         assert!(matches!(result, Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof));
-        assert!(
-            buffer.capacity() <= 2 * FRAME_GROWTH,
-            "{} bytes reserved",
-            buffer.capacity()
-        );
+        assert!(reader.most <= 2 * FRAME_GROWTH, "{} bytes reserved", reader.most);
+    }
+
+    #[tokio::test]
+    async fn large_frames_are_read_into_their_own_exact_room() {
+        let mut stream = Vec::new();
+        for body in [&[1u8; 20_000][..], &[2u8; 5][..], &[3u8; 17 * 1024 * 1024][..]] {
+            stream.extend_from_slice(&(body.len() as i32).to_be_bytes());
+            stream.extend_from_slice(body);
+        }
+        let mut reader = Offered {
+            bytes: &stream,
+            most: 0,
+        };
+        let mut buffer = BytesMut::new();
+        let first = read_frame(&mut reader, &mut buffer).await.ok().unwrap();
+        assert_eq!(first.len(), 20_000);
+        assert!(first.iter().all(|&b| b == 1));
+        assert_eq!(&read_frame(&mut reader, &mut buffer).await.ok().unwrap()[..], &[2u8; 5]);
+        let third = read_frame(&mut reader, &mut buffer).await.ok().unwrap();
+        assert_eq!(third.len(), 17 * 1024 * 1024);
+        assert!(third.iter().all(|&b| b == 3));
+        // The large frame grew in steps, never offering room past its end.
+        assert!(reader.most <= FRAME_GROWTH + 64 * 1024, "{} bytes offered", reader.most);
     }
 
     #[tokio::test]

@@ -202,6 +202,21 @@ impl Error {
         }
     }
 
+    /// An [`Error::Kafka`] for `code`, for an answer that left out what was asked (a partition
+    /// missing from Metadata is UNKNOWN_TOPIC_OR_PARTITION, as the broker would say).
+    pub fn kafka(code: ResponseError, context: impl Into<String>) -> Error {
+        Error::Kafka {
+            code: KafkaCode(code),
+            context: context.into(),
+            message: None,
+        }
+    }
+
+    /// Whether the broker answered with `code`.
+    pub fn is(&self, code: ResponseError) -> bool {
+        self.kafka_code().is_some_and(|c| c.0 == code)
+    }
+
     /// Builds [`Error::Kafka`] from a response's code, or `Ok` for 0.
     pub fn check(code: i16, context: impl FnOnce() -> String, message: Option<&str>) -> Result<(), Error> {
         match KafkaCode::from_code(code) {

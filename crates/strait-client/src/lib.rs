@@ -1,22 +1,33 @@
 //! An async Kafka client on tokio, built for a mirror.
 //!
-//! [`BrokerConnection`] is one pipelined connection: requests are framed, tagged with a
-//! correlation id and written by a dedicated task; responses are matched back by id. Versions are
-//! negotiated per API from ApiVersions. [`KafkaClient`] adds bootstrap, metadata and a connection
-//! per broker, plus the requests the mirror and its tools need. Message types come from the
-//! `kafka-protocol` crate; Produce is encoded by hand ([`encode_produce_request`]) so that record
-//! batches go from the fetch response to the socket without being copied.
+//! # Layout
 //!
-//! Connections may use TLS (rustls) and SASL PLAIN or SCRAM, configured with the Java client's
-//! keys through [`Security::from_properties`].
+//! - `connection`: [`BrokerConnection`], one pipelined connection: requests are framed, tagged
+//!   with a correlation id and written by a dedicated task; responses are matched back by id.
+//!   Versions are negotiated per API from ApiVersions. TLS (rustls) and SASL PLAIN or SCRAM
+//!   (`security`, `sasl`, `jaas`, `pem`), configured with the Java client's keys through
+//!   [`Security::from_properties`].
+//! - `client`: [`KafkaClient`], bootstrap, metadata and a shared connection per broker, plus the
+//!   requests the mirror and its tools need (topics, offsets, producer ids; `configs`, `acls`,
+//!   `groups` for the admin requests).
+//! - `fetch`: the Fetch request built and its answer unwrapped, with KIP-227 fetch sessions
+//!   ([`FetchSession`]); no I/O.
+//! - `produce`: the Produce request encoded by hand ([`encode_produce_request`]) so that record
+//!   batches go from the fetch response to the socket without being copied, for many partitions
+//!   per request, and its answer unwrapped per partition ([`produced_partitions`]).
+//! - `backoff`: [`Backoff`], exponential with jitter, for every retry.
+//! - `error`: [`Error`], with Kafka's error codes by name ([`KafkaCode`]).
 //!
-//! Protocol guide: <https://kafka.apache.org/protocol>.
+//! Message types come from the `kafka-protocol` crate. Protocol guide:
+//! <https://kafka.apache.org/protocol>.
 
 mod acls;
+mod backoff;
 mod client;
 mod configs;
 mod connection;
 mod error;
+mod fetch;
 mod groups;
 mod jaas;
 mod pem;
@@ -28,16 +39,21 @@ mod versions;
 pub use acls::{
     TopicAcl, OPERATION_ALL, OPERATION_READ, OPERATION_WRITE, PATTERN_LITERAL, PERMISSION_ALLOW, PERMISSION_DENY,
 };
+pub use backoff::Backoff;
 pub use client::{
-    aborted_transactions, submit_produce, topic_name, Broker, ClientConfig, ClusterMetadata, FetchedPartition,
-    KafkaClient, NewTopic, OffsetSpec, PartitionMetadata, PendingProduce, ProducerIdAndEpoch, TopicMetadata,
+    aborted_transactions, topic_name, Broker, ClientConfig, ClusterMetadata, KafkaClient, NewTopic, OffsetSpec,
+    PartitionMetadata, ProducerIdAndEpoch, TopicMetadata,
 };
 pub use configs::{AlterConfigOp, ConfigEntry, ConfigSource};
-pub use connection::{decode_response, BrokerConnection, ConnectionConfig, PendingResponse};
+pub use connection::{decode_response, BrokerConnection, ConnectionConfig, ConnectionCounter, PendingResponse};
 pub use error::{AuthenticationFailure, Error, KafkaCode};
+pub use fetch::{FetchKind, FetchParams, FetchPosition, FetchSession, FetchedPartition, LeaderHint, PartitionKey};
 pub use groups::{CommittedOffset, GroupDescription, ListedGroup};
 pub use kafka_protocol;
-pub use produce::{encode_produce_request, PartitionRecords, TopicRecords};
+pub use produce::{
+    encode_produce_request, is_sequence_error, is_too_large, produced_partitions, submit_produce, PartitionRecords,
+    PendingProduce, ProducedPartition, TopicRecords,
+};
 pub use security::{SaslConfig, SaslMechanism, Secret, Security, TlsConfig};
 
 /// The result type of this crate.

@@ -4,8 +4,18 @@
 //! envelope is encoded into buffers of its own and the batches are placed between them as
 //! `Bytes` parts, ready for one vectored write. Layout per the Kafka protocol guide
 //! (<https://kafka.apache.org/protocol#The_Messages_Produce>): v3–v8 classic, v9+ flexible.
+//!
+//! A request carries at most one batch per partition (Kafka refuses more from v3 on) for as many
+//! partitions as the caller likes; its answer is unwrapped per partition by
+//! [`produced_partitions`], since each partition succeeds or fails on its own.
 
 use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{ApiKey, ProduceResponse, TopicName};
+
+use crate::connection::{decode_response, BrokerConnection, PendingResponse};
+use crate::fetch::LeaderHint;
+use crate::{Broker, Error, KafkaCode, Result};
 
 /// One partition's records: the parts of exactly one record batch (Kafka accepts one batch per
 /// partition per request from v3 on).
@@ -21,7 +31,7 @@ pub struct PartitionRecords {
 #[derive(Debug, Clone)]
 pub struct TopicRecords {
     /// The topic name.
-    pub topic: String,
+    pub topic: TopicName,
     /// Its partitions; each at most once.
     pub partitions: Vec<PartitionRecords>,
 }
@@ -44,7 +54,7 @@ pub fn encode_produce_request(
     envelope.put_i32(timeout_ms);
     put_array_len(&mut envelope, topics.len(), flexible);
     for topic in topics {
-        put_nullable_string(&mut envelope, Some(&topic.topic), flexible);
+        put_nullable_string(&mut envelope, Some(topic.topic.0.as_str()), flexible);
         put_array_len(&mut envelope, topic.partitions.len(), flexible);
         for partition in &topic.partitions {
             envelope.put_i32(partition.partition);
@@ -69,6 +79,153 @@ pub fn encode_produce_request(
     }
     parts.push(envelope.freeze());
     parts
+}
+
+/// One partition's answer in a Produce response.
+#[derive(Debug, Clone)]
+pub struct ProducedPartition {
+    /// The topic.
+    pub topic: TopicName,
+    /// The partition.
+    pub partition: i32,
+    /// The base offset the batch got (for a retry the broker recognised as a duplicate: the
+    /// offset of the first write), or the partition's error.
+    pub result: Result<i64>,
+    /// KIP-951: where the partition is led now, sent with NOT_LEADER_OR_FOLLOWER.
+    pub current_leader: Option<LeaderHint>,
+}
+
+/// Unwraps a Produce response: one result per partition, and the brokers the response names
+/// (KIP-951 `node_endpoints`, sent with leader hints so that no Metadata request is needed).
+pub fn produced_partitions(response: ProduceResponse) -> (Vec<ProducedPartition>, Vec<Broker>) {
+    let brokers = response
+        .node_endpoints
+        .iter()
+        .map(|n| Broker {
+            id: n.node_id.0,
+            address: format!("{}:{}", n.host.as_str(), n.port),
+        })
+        .collect();
+    let mut partitions = Vec::new();
+    for topic in response.responses {
+        for p in topic.partition_responses {
+            let message = p.error_message.as_ref().map(|m| m.as_str().to_owned()).or_else(|| {
+                let errors: Vec<String> = p
+                    .record_errors
+                    .iter()
+                    .map(|e| {
+                        format!(
+                            "record {}: {}",
+                            e.batch_index,
+                            e.batch_index_error_message.as_deref().unwrap_or("")
+                        )
+                    })
+                    .collect();
+                (!errors.is_empty()).then(|| errors.join("; "))
+            });
+            let result = match KafkaCode::from_code(p.error_code) {
+                None => Ok(p.base_offset),
+                Some(code) => Err(Error::Kafka {
+                    code,
+                    context: format!("Produce {}-{}", topic.name.0, p.index),
+                    message,
+                }),
+            };
+            let current_leader = (p.current_leader.leader_id.0 >= 0).then_some(LeaderHint {
+                leader_id: p.current_leader.leader_id.0,
+                leader_epoch: p.current_leader.leader_epoch,
+            });
+            partitions.push(ProducedPartition {
+                topic: topic.name.clone(),
+                partition: p.index,
+                result,
+                current_leader,
+            });
+        }
+    }
+    (partitions, brokers)
+}
+
+/// Sends one record batch (in parts) to `topic`/`partition` on `connection` (its leader) with
+/// `acks=all`, without waiting for the answer: see [`PendingResponse`] for the ordering promise.
+pub async fn submit_produce(
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    batch: Vec<Bytes>,
+    timeout_ms: i32,
+) -> Result<PendingProduce> {
+    let version = connection.version(ApiKey::Produce)?;
+    let body = encode_produce_request(
+        version,
+        None,
+        -1,
+        timeout_ms,
+        &[TopicRecords {
+            topic: crate::topic_name(topic),
+            partitions: vec![PartitionRecords {
+                partition,
+                records: batch,
+            }],
+        }],
+    );
+    let pending = connection.submit(ApiKey::Produce, version, body).await?;
+    Ok(PendingProduce {
+        pending,
+        version,
+        topic: topic.into(),
+        partition,
+    })
+}
+
+/// A Produce request of one batch on the wire.
+#[derive(Debug)]
+pub struct PendingProduce {
+    pending: PendingResponse,
+    version: i16,
+    topic: String,
+    partition: i32,
+}
+
+impl PendingProduce {
+    /// Waits for the answer: the base offset the batch got, or the partition's error.
+    pub async fn base_offset(self) -> Result<i64> {
+        let (topic, partition, version) = (self.topic, self.partition, self.version);
+        let frame = self.pending.response().await?;
+        let response: ProduceResponse = decode_response(ApiKey::Produce, version, frame)?;
+        let (answers, _) = produced_partitions(response);
+        answers
+            .into_iter()
+            .find(|p| p.topic.0.as_str() == topic && p.partition == partition)
+            .ok_or_else(|| Error::Protocol {
+                api: ApiKey::Produce,
+                version,
+                message: format!("no answer for {topic}-{partition}"),
+            })?
+            .result
+    }
+}
+
+/// Whether a Produce error means the batch is larger than the target takes
+/// (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE): halves may fit.
+pub fn is_too_large(error: &Error) -> bool {
+    error
+        .kafka_code()
+        .is_some_and(|c| matches!(c.0, ResponseError::MessageTooLarge | ResponseError::RecordListTooLarge))
+}
+
+/// Whether a Produce error means the target no longer accepts the producer id, epoch or
+/// sequence (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID): a new
+/// producer id and sequences from 0 fix it.
+pub fn is_sequence_error(error: &Error) -> bool {
+    error.kafka_code().is_some_and(|c| {
+        matches!(
+            c.0,
+            ResponseError::OutOfOrderSequenceNumber
+                | ResponseError::InvalidProducerEpoch
+                | ResponseError::UnknownProducerId
+        )
+    })
 }
 
 fn put_nullable_string(buf: &mut BytesMut, value: Option<&str>, flexible: bool) {
@@ -106,7 +263,7 @@ fn put_uvarint(buf: &mut BytesMut, mut value: u64) {
 mod tests {
     use super::*;
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    use kafka_protocol::messages::{ProduceRequest, TopicName, TransactionalId};
+    use kafka_protocol::messages::{ProduceRequest, TransactionalId};
     use kafka_protocol::protocol::{Encodable, StrBytes};
 
     fn reference(version: i16, transactional_id: Option<&str>, topics: &[TopicRecords]) -> Bytes {
@@ -119,7 +276,7 @@ mod tests {
                     .iter()
                     .map(|t| {
                         TopicProduceData::default()
-                            .with_name(TopicName(StrBytes::from_string(t.topic.clone())))
+                            .with_name(t.topic.clone())
                             .with_partition_data(
                                 t.partitions
                                     .iter()
@@ -143,7 +300,7 @@ mod tests {
         let batch = |n: u8| vec![Bytes::from(vec![n; 61]), Bytes::from(vec![n + 1; 300])];
         let topics = vec![
             TopicRecords {
-                topic: "orders".into(),
+                topic: crate::topic_name("orders"),
                 partitions: vec![
                     PartitionRecords {
                         partition: 0,
@@ -156,7 +313,7 @@ mod tests {
                 ],
             },
             TopicRecords {
-                topic: "a.b".into(),
+                topic: crate::topic_name("a.b"),
                 partitions: vec![PartitionRecords {
                     partition: 1,
                     records: batch(9),
@@ -179,7 +336,7 @@ mod tests {
     fn record_parts_are_not_copied() {
         let payload = Bytes::from(vec![5u8; 1000]);
         let topics = vec![TopicRecords {
-            topic: "t".into(),
+            topic: crate::topic_name("t"),
             partitions: vec![PartitionRecords {
                 partition: 0,
                 records: vec![payload.clone()],

@@ -9,7 +9,7 @@ use strait_client::{
 use strait_config::FlowConfig;
 use tokio::sync::watch;
 
-use crate::internal::next_tick;
+use crate::internal_topics::next_tick;
 use crate::MirrorError;
 
 /// The target ACLs for the source's `acls`.

@@ -12,8 +12,8 @@ use strait_config::FlowConfig;
 use strait_wire::Checkpoint;
 use tokio::sync::watch;
 
-use crate::internal::{ensure_compacted_topic, next_tick, now_ms, read_partition, write_records};
-use crate::syncs::OffsetSyncs;
+use crate::internal_topics::{ensure_compacted_topic, next_tick, now_ms, read_partition, write_records};
+use crate::offset_syncs::OffsetSyncs;
 use crate::{MirrorError, Stats};
 
 /// The latest checkpoint per (group, downstream topic, partition) in a checkpoints topic, sorted.

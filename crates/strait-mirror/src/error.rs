@@ -8,6 +8,7 @@ pub enum MirrorError {
         /// The cluster alias.
         cluster: String,
         /// The client error (it carries Kafka's error code by name).
+        #[source]
         error: strait_client::Error,
     },
     /// A fetched batch could not be parsed or forwarded.
@@ -19,9 +20,10 @@ pub enum MirrorError {
         topic: String,
         /// The partition.
         partition: i32,
-        /// The fetch position.
+        /// The source offset of the batch (or of the position inside it).
         offset: i64,
         /// What was wrong with the batch.
+        #[source]
         error: strait_wire::WireError,
     },
     /// The target refused a batch for good (e.g. MESSAGE_TOO_LARGE, INVALID_RECORD).
@@ -36,6 +38,7 @@ pub enum MirrorError {
         /// Last source offset of the batch.
         last: i64,
         /// The target's error.
+        #[source]
         error: strait_client::Error,
     },
     /// The progress topic holds something we cannot read.
@@ -49,6 +52,14 @@ pub enum MirrorError {
 }
 
 impl MirrorError {
+    /// A request to cluster `cluster` failed with `error`.
+    pub fn client(cluster: &str, error: strait_client::Error) -> MirrorError {
+        MirrorError::Client {
+            cluster: cluster.to_owned(),
+            error,
+        }
+    }
+
     /// Whether trying again later can succeed (a cluster unreachable, a leader moving).
     pub fn is_retriable(&self) -> bool {
         matches!(self, MirrorError::Client { error, .. } if error.is_retriable())

@@ -1,23 +1,24 @@
-//! One flow `A->B`: topic discovery, remote topic creation, a pipeline per partition, and the
-//! periodic progress flush.
+//! One flow `A->B`: topic discovery, remote topic creation, the data path, and the periodic
+//! progress flush.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strait_client::{ClusterMetadata, KafkaClient, NewTopic, TopicMetadata};
+use strait_client::{ClusterMetadata, FetchParams, KafkaClient, NewTopic, TopicMetadata};
 use strait_config::{AutoOffsetReset, ClientRole, FlowConfig, IsolationLevel, OffsetSyncsTopicLocation};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::acls::acl_sync_loop;
+use crate::budget::Budget;
 use crate::checkpoints::checkpoint_loop;
-use crate::clients::client_config;
-use crate::configs::{config_sync_loop, creation_configs};
+use crate::client_config::client_config;
+use crate::data_path::{DataPath, DataPathConfig, OffsetReset, Route};
 use crate::heartbeats::heartbeat_loop;
-use crate::partition::{mirror_partition, OffsetReset, PartitionContext, PartitionRoute};
+use crate::offset_syncs::OffsetSyncs;
 use crate::progress::ProgressStore;
-use crate::syncs::OffsetSyncs;
+use crate::sink::producer::ProduceSettings;
+use crate::topic_config_sync::{config_sync_loop, creation_configs};
 use crate::{FlowState, MirrorError, Stats};
 
 /// How often acknowledged positions are written to the progress topic. Restarting repeats at
@@ -28,6 +29,9 @@ const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 const PROGRESS_REPLICATION_FACTOR: i16 = 3;
 /// Longest pause between attempts to start a flow.
 const START_UP_MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long a replica the leader prefers (KIP-392) is fetched from before the leader is asked
+/// again: Java's `metadata.max.age.ms` default.
+const PREFERRED_REPLICA_LEASE: Duration = Duration::from_secs(300);
 
 /// A running flow.
 #[derive(Debug)]
@@ -56,14 +60,34 @@ impl FlowHandle {
     }
 }
 
-/// Starts mirroring `flow` on the current tokio runtime.
-pub fn run_flow(flow: FlowConfig) -> FlowHandle {
+/// What every flow of a process shares: the byte budget and the process-wide settings.
+#[derive(Debug, Clone)]
+pub struct Process {
+    /// Fetched but unacknowledged bytes of every flow (`strait.buffer.memory`).
+    pub budget: Arc<Budget>,
+    /// Fetch connections per source broker (`strait.fetchers.per.broker`).
+    pub fetchers_per_broker: u16,
+}
+
+impl Process {
+    /// The process settings of `config`.
+    pub fn new(config: &strait_config::Mm2Config) -> Process {
+        Process {
+            budget: Budget::new(usize::try_from(config.buffer_memory()).unwrap_or(usize::MAX)),
+            fetchers_per_broker: config.fetchers_per_broker(),
+        }
+    }
+}
+
+/// Starts mirroring `flow` on the current tokio runtime, within `process`'s budget.
+pub fn run_flow(flow: FlowConfig, process: &Process) -> FlowHandle {
     let stats = Arc::new(Stats::new(&flow.source.alias, &flow.target.alias));
     let (shutdown, signal) = watch::channel(false);
+    let process = process.clone();
     let task = tokio::spawn({
         let stats = stats.clone();
         async move {
-            let result = flow_loop(flow, stats.clone(), signal).await;
+            let result = flow_loop(flow, process, stats.clone(), signal).await;
             match &result {
                 Ok(()) => stats.set_state(FlowState::Stopped, None),
                 Err(error) => stats.set_state(FlowState::Failed, Some(error.to_string())),
@@ -80,10 +104,7 @@ pub(crate) async fn connect(
 ) -> Result<KafkaClient, MirrorError> {
     KafkaClient::connect(client_config(cluster, role)?)
         .await
-        .map_err(|source| MirrorError::Client {
-            cluster: cluster.alias.clone(),
-            error: source,
-        })
+        .map_err(|error| MirrorError::client(&cluster.alias, error))
 }
 
 /// Runs `step` until it succeeds, retrying errors that may pass (a cluster unreachable or
@@ -119,6 +140,7 @@ where
 
 async fn flow_loop(
     flow: FlowConfig,
+    process: Process,
     stats: Arc<Stats>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
@@ -131,7 +153,7 @@ async fn flow_loop(
     };
     let heartbeats = tokio::spawn(heartbeat_loop(flow.clone(), target.clone(), shutdown.clone()));
     let result = if flow.enabled {
-        data_loop(flow, target, stats, shutdown).await
+        data_loop(flow, target, process, stats, shutdown).await
     } else {
         stats.set_state(FlowState::Running, None);
         Ok(())
@@ -154,10 +176,7 @@ async fn set_up(flow: &FlowConfig, target: &KafkaClient) -> Result<Setup, Mirror
     let target_brokers = target
         .metadata(Some(&[]))
         .await
-        .map_err(|source| MirrorError::Client {
-            cluster: flow.target.alias.clone(),
-            error: source,
-        })?
+        .map_err(|error| MirrorError::client(&flow.target.alias, error))?
         .brokers
         .len() as i16;
     let progress = ProgressStore::open(
@@ -187,6 +206,7 @@ async fn set_up(flow: &FlowConfig, target: &KafkaClient) -> Result<Setup, Mirror
 async fn data_loop(
     flow: FlowConfig,
     target: KafkaClient,
+    process: Process,
     stats: Arc<Stats>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
@@ -219,23 +239,10 @@ async fn data_loop(
             shutdown.clone(),
         ))
     });
-    let context = PartitionContext {
-        source: source.clone(),
-        target: target.clone(),
-        source_alias: flow.source.alias.clone(),
-        target_alias: flow.target.alias.clone(),
-        read_committed: flow.source_isolation_level == IsolationLevel::ReadCommitted,
-        reset: match flow.source_auto_offset_reset {
-            AutoOffsetReset::Latest => OffsetReset::Latest,
-            // `none` has no meaning for a mirror that starts with no position: MM2 forces earliest.
-            AutoOffsetReset::Earliest | AutoOffsetReset::None => OffsetReset::Earliest,
-        },
-        progress: progress.clone(),
-        syncs: syncs.clone(),
-        stats: stats.clone(),
-        // The timeout the target broker gets in each Produce request, as a Java producer sends it.
-        request_timeout_ms: target.config().connection.request_timeout.as_millis() as i32,
-    };
+    let data_path = DataPath::start(data_path_config(
+        &flow, &source, &target, &process, &stats, &progress, &syncs,
+    ))
+    .await?;
     tracing::info!(flow = %name, "flow started");
     stats.set_state(FlowState::Running, None);
     if flow.policy.kind() == strait_config::PolicyKind::Identity {
@@ -246,86 +253,48 @@ async fn data_loop(
              its records will circulate between the clusters"
         );
     }
-    let mut partitions: HashMap<(String, i32), JoinHandle<Result<(), MirrorError>>> = HashMap::new();
-    // Partitions that stopped with an error stay stopped (and listed here) until a restart, so
-    // that nothing past the failing batch is mirrored out of order.
-    let mut stopped: HashMap<(String, i32), MirrorError> = HashMap::new();
-    let refresh = flow.refresh_topics.interval().unwrap_or(Duration::MAX);
-    let mut next_refresh = tokio::time::Instant::now();
+    let refresh = flow.refresh_topics.interval();
+    let mut next_refresh = Some(tokio::time::Instant::now());
     let mut flush = tokio::time::interval(FLUSH_INTERVAL);
     while !*shutdown.borrow() {
-        if tokio::time::Instant::now() >= next_refresh {
+        if next_refresh.is_some_and(|at| tokio::time::Instant::now() >= at) {
             match discover(&flow, &source, &target, target_brokers).await {
-                Ok(routes) => {
-                    for route in routes {
-                        let key = (route.source_topic.clone(), route.partition);
-                        if !partitions.contains_key(&key) && !stopped.contains_key(&key) {
-                            let task = mirror_partition(context.clone(), route, shutdown.clone());
-                            partitions.insert(key, tokio::spawn(task));
-                        }
-                    }
-                }
+                Ok(routes) => data_path.add(routes),
                 Err(error) => {
                     tracing::error!(flow = %name, %error, "topic discovery failed; retrying at the next refresh")
                 }
             }
-            next_refresh = tokio::time::Instant::now() + refresh.min(Duration::from_secs(86_400 * 365));
-        }
-        let finished: Vec<_> = partitions
-            .iter()
-            .filter(|(_, task)| task.is_finished())
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in finished {
-            let task = partitions.remove(&key).expect("listed above");
-            let error = match task.await {
-                Ok(Ok(())) => continue,
-                Ok(Err(error)) => error,
-                Err(error) => match joined_error(error) {
-                    Ok(()) => continue,
-                    Err(error) => error,
-                },
-            };
-            tracing::error!(flow = %name, topic = %key.0, partition = key.1, %error, "partition stopped; fix the cause and restart");
-            stats.partition_stopped(&key.0, key.1, error.to_string());
-            stopped.insert(key, error);
+            // Without `refresh.topics`, the topics found at start are the flow's for good.
+            next_refresh = refresh.map(|every| tokio::time::Instant::now() + every);
         }
         tokio::select! {
             _ = flush.tick() => {
                 // Syncs first: a checkpoint must never rely on progress the syncs do not show.
                 if let Some(syncs) = &syncs {
                     if let Err(error) = syncs.flush().await {
-                        tracing::warn!(flow = %name, %error, "writing offset syncs failed; retrying");
+                        tracing::warn!(flow = %name, %error, "writing offset syncs failed; they are written at the next flush");
                     }
                 }
                 if let Err(error) = progress.flush().await {
                     tracing::warn!(flow = %name, %error, "storing progress failed; retrying");
                 }
             }
-            _ = tokio::time::sleep_until(next_refresh) => {}
+            _ = sleep_until(next_refresh) => {}
             _ = shutdown.changed() => {}
         }
     }
-    tracing::info!(flow = %name, "stopping: draining batches in flight");
+    tracing::info!(flow = %name, "stopping: waiting for the batches on the wire");
     stats.set_state(FlowState::Stopping, None);
-    let mut first_error = stopped.into_values().next();
-    for (_, task) in partitions {
-        match tokio::time::timeout(Duration::from_secs(60), task).await {
-            Ok(Ok(Err(error))) => {
-                first_error.get_or_insert(error);
-            }
-            Ok(Err(error)) => {
-                if let Err(error) = joined_error(error) {
-                    first_error.get_or_insert(error);
-                }
-            }
-            Ok(Ok(Ok(()))) | Err(_) => {}
+    let mut first_error = data_path.stop().await;
+    // Both are written even if one fails: each is what a restart starts from.
+    if let Some(syncs) = &syncs {
+        if let Err(error) = syncs.flush().await {
+            first_error.get_or_insert(error);
         }
     }
-    if let Some(syncs) = &syncs {
-        syncs.flush().await?;
+    if let Err(error) = progress.flush().await {
+        first_error.get_or_insert(error);
     }
-    progress.flush().await?;
     for task in checkpoints.into_iter().chain([config_sync, acl_sync]) {
         if let Err(error) = task.await.unwrap_or_else(joined_error) {
             first_error.get_or_insert(error);
@@ -335,21 +304,70 @@ async fn data_loop(
     first_error.map_or(Ok(()), Err)
 }
 
+/// The data path's settings, from the flow's: the source consumer's keys and the target
+/// producer's.
+fn data_path_config(
+    flow: &FlowConfig,
+    source: &KafkaClient,
+    target: &KafkaClient,
+    process: &Process,
+    stats: &Arc<Stats>,
+    progress: &Arc<ProgressStore>,
+    syncs: &Option<Arc<OffsetSyncs>>,
+) -> DataPathConfig {
+    let fetch = &flow.source_fetch;
+    let produce = &flow.target_produce;
+    DataPathConfig {
+        source: source.clone(),
+        target: target.clone(),
+        source_alias: flow.source.alias.clone(),
+        target_alias: flow.target.alias.clone(),
+        fetch: FetchParams {
+            max_wait_ms: fetch.max_wait_ms,
+            min_bytes: fetch.min_bytes,
+            max_bytes: fetch.max_bytes,
+            read_committed: flow.source_isolation_level == IsolationLevel::ReadCommitted,
+            rack_id: fetch.client_rack.clone(),
+        },
+        partition_max_bytes: fetch.partition_max_bytes,
+        preferred_lease: PREFERRED_REPLICA_LEASE,
+        produce: ProduceSettings {
+            acks: produce.acks.as_i16(),
+            // The timeout the target broker gets in each Produce request, as a Java producer
+            // sends it; the client waits as long for the answer.
+            timeout_ms: target.config().connection.request_timeout.as_millis() as i32,
+            max_request_size: usize::try_from(produce.max_request_size).unwrap_or(0),
+            max_in_flight: usize::try_from(produce.max_in_flight).unwrap_or(1).max(1),
+            delivery_timeout: Duration::from_millis(u64::try_from(produce.delivery_timeout_ms).unwrap_or(0)),
+        },
+        fetchers_per_broker: process.fetchers_per_broker,
+        reset: match flow.source_auto_offset_reset {
+            AutoOffsetReset::Latest => OffsetReset::Latest,
+            // `none` has no meaning for a mirror that starts with no position: MM2 forces earliest.
+            AutoOffsetReset::Earliest | AutoOffsetReset::None => OffsetReset::Earliest,
+        },
+        budget: process.budget.clone(),
+        stats: stats.clone(),
+        progress: progress.clone(),
+        syncs: syncs.clone(),
+    }
+}
+
 /// The source partitions the flow replicates, after making sure each has its remote topic.
 async fn discover(
     flow: &FlowConfig,
     source: &KafkaClient,
     target: &KafkaClient,
     target_brokers: i16,
-) -> Result<Vec<PartitionRoute>, MirrorError> {
-    let source_metadata = source.metadata(None).await.map_err(|e| MirrorError::Client {
-        cluster: flow.source.alias.clone(),
-        error: e,
-    })?;
-    let target_metadata = target.metadata(None).await.map_err(|e| MirrorError::Client {
-        cluster: flow.target.alias.clone(),
-        error: e,
-    })?;
+) -> Result<Vec<Route>, MirrorError> {
+    let source_metadata = source
+        .metadata(None)
+        .await
+        .map_err(|error| MirrorError::client(&flow.source.alias, error))?;
+    let target_metadata = target
+        .metadata(None)
+        .await
+        .map_err(|error| MirrorError::client(&flow.target.alias, error))?;
     let replication_factor = if flow.replication_factor < 0 {
         -1
     } else {
@@ -359,10 +377,7 @@ async fn discover(
     for (topic, metadata) in replicated_topics(flow, &source_metadata) {
         let remote = flow.remote_topic(topic);
         let partitions = metadata.partitions.len() as i32;
-        let target_error = |error| MirrorError::Client {
-            cluster: flow.target.alias.clone(),
-            error,
-        };
+        let target_error = |error| MirrorError::client(&flow.target.alias, error);
         let changed = match target_metadata.topics.get(&remote) {
             None => {
                 tracing::info!(flow = %flow.name(), topic, remote, partitions, replication_factor, "creating remote topic");
@@ -371,10 +386,7 @@ async fn discover(
                     let entries = source
                         .describe_topic_configs(topic)
                         .await
-                        .map_err(|error| MirrorError::Client {
-                            cluster: flow.source.alias.clone(),
-                            error,
-                        })?;
+                        .map_err(|error| MirrorError::client(&flow.source.alias, error))?;
                     creation_configs(flow, &entries)
                 } else {
                     Vec::new()
@@ -409,11 +421,7 @@ async fn discover(
             }
         }
         for partition in &metadata.partitions {
-            routes.push(PartitionRoute {
-                source_topic: topic.clone(),
-                target_topic: remote.clone(),
-                partition: partition.partition,
-            });
+            routes.push(Route::new(topic, &remote, partition.partition));
         }
     }
     Ok(routes)
@@ -428,6 +436,13 @@ pub(crate) fn replicated_topics<'a>(
         .topics
         .iter()
         .filter(|(topic, t)| !t.is_internal && t.error == 0 && flow.should_replicate_topic(topic))
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// What a task that did not finish normally means: its panic is raised again here; a task

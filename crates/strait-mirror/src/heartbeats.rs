@@ -7,7 +7,7 @@ use strait_config::FlowConfig;
 use strait_wire::Heartbeat;
 use tokio::sync::watch;
 
-use crate::internal::{ensure_compacted_topic, next_tick, now_ms, write_records};
+use crate::internal_topics::{ensure_compacted_topic, next_tick, now_ms, write_records};
 use crate::MirrorError;
 
 /// Emits heartbeats until `shutdown`.

@@ -7,7 +7,7 @@ use strait_config::{AutoOffsetReset, ClientRole, FlowConfig};
 use strait_wire::{Heartbeat, RecordBatches};
 
 use crate::flow::{connect, replicated_topics};
-use crate::internal::{now_ms, read_tail};
+use crate::internal_topics::{now_ms, read_tail};
 use crate::{MirrorError, PartitionLag, ProgressStore};
 
 /// Heartbeats looked at for the latest one: a few seconds' worth from every flow into the target.

@@ -1,41 +1,65 @@
-//! Strait's mirror engine: MirrorMaker 2's source connector as a zero-copy batch pipeline.
+//! Strait's mirror engine: MirrorMaker 2's source connector as a zero-copy batch data path.
 //!
 //! For each enabled flow of an `mm2.properties` ([`run_flow`]): discover the source topics the
 //! flow replicates (MM2's policy and filters), create their remote topics on the target with
-//! the same partition counts, and run one pipeline per partition: fetch raw batches, drop what
-//! must not be forwarded (control batches, aborted transactions under read_committed, what lies
-//! before the position), rewrite the producer fields and CRC, and produce to the same partition
-//! of the remote topic as an idempotent producer with several batches in flight. Progress is
+//! the same partition counts, and mirror every partition through the data path: a fetcher per
+//! source broker fetches raw batches for all the partitions that broker leads (KIP-227
+//! incremental fetch sessions), each partition's cursor drops what must not be forwarded
+//! (control batches, aborted transactions under read_committed, what lies before the position),
+//! and a producer per target broker sends one batch of each of many partitions per Produce
+//! request, as an idempotent producer with the producer fields and CRC rewritten. Progress is
 //! recorded only after the target acknowledged, and stored where MM2 keeps it
-//! (`mm2-offsets.<source>.internal` on the target, see [`ProgressStore`]).
+//! (`mm2-offsets.<source>.internal` on the target, see [`ProgressStore`]). Fetched but
+//! unacknowledged bytes stay within one budget for the whole process ([`Budget`]).
 //!
 //! Beside the data path each flow writes MM2's offset syncs ([`OffsetSyncs`]), checkpoints
 //! (consumer group positions translated for the target, optionally committed into idle target
 //! groups) and heartbeats, byte-compatible with MM2 so that `RemoteClusterUtils` reads them.
+//!
+//! # Layout
+//!
+//! - `flow`: one flow's life: set-up, topic discovery, the periodic flush, shutdown.
+//! - `data_path`: the router placing each partition with the fetcher of its source leader and
+//!   the producer of its target leader, again when a leader moves.
+//! - `source`: `fetcher` (one per source broker: connection, fetch session, one Fetch in flight)
+//!   and `cursor` (one per partition: position; fetched data into queue entries).
+//! - `sink`: `producer` (one per target broker: multi-partition Produce requests), `queue` (one
+//!   per partition: sequences, window, resends, what may be recorded) and `producer_id`.
+//! - `outgoing`: a batch on its way, with the source offsets it covers; `budget`: the byte budget.
+//! - `progress`, `offset_syncs`, `checkpoints`, `heartbeats`: MM2's internal topics, over
+//!   `internal_topics` (compacted-topic reads and writes).
+//! - `topic_config_sync`, `acls`: topic config and ACL sync; `lag`: the lag read from the clusters.
+//! - `stats`, `metrics`: what a flow knows of itself, and its Prometheus rendering;
+//!   `client_config`: Kafka client settings from `mm2.properties`; `error`: [`MirrorError`].
 
 mod acls;
+mod budget;
 mod checkpoints;
-mod clients;
-mod configs;
+mod client_config;
+mod data_path;
 mod error;
 mod flow;
 mod heartbeats;
-mod internal;
+mod internal_topics;
 mod lag;
 mod metrics;
 mod murmur2;
-mod partition;
+mod offset_syncs;
+mod outgoing;
 mod progress;
+mod sink;
+mod source;
 mod stats;
-mod syncs;
+mod topic_config_sync;
 
+pub use budget::Budget;
 pub use checkpoints::read_checkpoints;
-pub use clients::client_config;
+pub use client_config::client_config;
+pub use data_path::OffsetReset;
 pub use error::MirrorError;
-pub use flow::{run_flow, FlowHandle};
+pub use flow::{run_flow, FlowHandle, Process};
 pub use lag::{read_flow_report, read_lag, FlowReport};
 pub use metrics::PrometheusText;
-pub use partition::OffsetReset;
+pub use offset_syncs::{OffsetMapping, OffsetSyncs};
 pub use progress::{connect_offset_key, ProgressStore};
-pub use stats::{FlowState, OffsetMapping, PartitionLag, Stats};
-pub use syncs::OffsetSyncs;
+pub use stats::{FlowState, PartitionLag, Stats};

@@ -8,12 +8,13 @@
 //! without re-mirroring, and operators find progress where they already look.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use strait_client::KafkaClient;
 
-use crate::internal::{ensure_compacted_topic, read_partitions, write_records};
+use crate::internal_topics::{ensure_compacted_topic, read_partitions, write_records};
 use crate::murmur2::partition_for_key;
 use crate::MirrorError;
 
@@ -35,10 +36,42 @@ pub struct ProgressStore {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Last replicated source offset per partition.
-    last: HashMap<SourcePartition, i64>,
-    /// Entries changed since the last flush.
-    dirty: BTreeMap<SourcePartition, i64>,
+    /// The position of every partition recorded or loaded.
+    partitions: HashMap<SourcePartition, Arc<PartitionProgress>>,
+}
+
+/// One source partition's mirrored position: the data path records it through this handle
+/// without a lock shared with other partitions, and the flush writes what changed.
+#[derive(Debug)]
+pub(crate) struct PartitionProgress {
+    /// The last replicated source offset; [`NONE`] when nothing was recorded.
+    last: AtomicI64,
+    /// Whether `last` changed since the last flush.
+    dirty: AtomicBool,
+}
+
+/// No position recorded.
+const NONE: i64 = i64::MIN;
+
+impl PartitionProgress {
+    fn new(last: i64) -> Self {
+        PartitionProgress {
+            last: AtomicI64::new(last),
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    /// Every source offset up to `last_offset` is on the target (acknowledged), or needed no
+    /// forwarding.
+    pub(crate) fn record(&self, last_offset: i64) {
+        self.last.store(last_offset, Ordering::Release);
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// The last replicated offset, if any.
+    pub(crate) fn last(&self) -> Option<i64> {
+        Some(self.last.load(Ordering::Acquire)).filter(|&last| last != NONE)
+    }
 }
 
 impl ProgressStore {
@@ -121,14 +154,16 @@ impl ProgressStore {
         let source = (topic.to_owned(), index as i32);
         match value {
             None => {
-                state.last.remove(&source); // A tombstone resets the partition (KIP-875).
+                state.partitions.remove(&source); // A tombstone resets the partition (KIP-875).
             }
             Some(value) => {
                 let offset = serde_json::from_slice::<serde_json::Value>(value)
                     .ok()
                     .and_then(|v| v["offset"].as_i64())
                     .ok_or_else(|| self.corrupt(format!("malformed value {}", String::from_utf8_lossy(value))))?;
-                state.last.insert(source, offset);
+                state
+                    .partitions
+                    .insert(source, Arc::new(PartitionProgress::new(offset)));
             }
         }
         Ok(())
@@ -139,27 +174,43 @@ impl ProgressStore {
         self.state
             .lock()
             .expect("progress lock")
-            .last
+            .partitions
             .get(&(topic.to_owned(), partition))
-            .copied()
+            .and_then(|p| p.last())
+    }
+
+    /// The handle through which a partition's position is recorded.
+    pub(crate) fn partition(&self, topic: &str, partition: i32) -> Arc<PartitionProgress> {
+        self.state
+            .lock()
+            .expect("progress lock")
+            .partitions
+            .entry((topic.to_owned(), partition))
+            .or_insert_with(|| Arc::new(PartitionProgress::new(NONE)))
+            .clone()
     }
 
     /// Records that every source offset up to `last_offset` is on the target (acknowledged).
     pub fn record(&self, topic: &str, partition: i32, last_offset: i64) {
-        let mut state = self.state.lock().expect("progress lock");
-        let key = (topic.to_owned(), partition);
-        state.last.insert(key.clone(), last_offset);
-        state.dirty.insert(key, last_offset);
+        self.partition(topic, partition).record(last_offset);
     }
 
     /// Writes the positions recorded since the last flush to the progress topic.
     pub async fn flush(&self) -> Result<(), MirrorError> {
-        let dirty = std::mem::take(&mut self.state.lock().expect("progress lock").dirty);
+        let dirty: Vec<(SourcePartition, Arc<PartitionProgress>, i64)> = {
+            let state = self.state.lock().expect("progress lock");
+            state
+                .partitions
+                .iter()
+                .filter(|(_, p)| p.dirty.swap(false, Ordering::AcqRel))
+                .filter_map(|(key, p)| Some((key.clone(), p.clone(), p.last()?)))
+                .collect()
+        };
         if dirty.is_empty() {
             return Ok(());
         }
         let mut batches: BTreeMap<i32, Vec<(Bytes, Bytes)>> = BTreeMap::new();
-        for ((topic, partition), offset) in &dirty {
+        for ((topic, partition), _, offset) in &dirty {
             let key = connect_offset_key(&self.source_alias, topic, *partition);
             let value = format!("{{\"offset\":{offset}}}");
             batches
@@ -169,10 +220,9 @@ impl ProgressStore {
         }
         for (partition, records) in batches {
             if let Err(error) = write_records(&self.client, "target", &self.topic, partition, records).await {
-                // Put the entries back (unless newer ones arrived) so the next flush retries them.
-                let mut state = self.state.lock().expect("progress lock");
-                for (key, offset) in dirty {
-                    state.dirty.entry(key).or_insert(offset);
+                // The next flush writes them again (or what was recorded since).
+                for (_, progress, _) in &dirty {
+                    progress.dirty.store(true, Ordering::Release);
                 }
                 return Err(error);
             }

@@ -1,39 +1,25 @@
 //! What a flow knows about itself while it runs: counters, MM2's per-partition metrics, lag,
-//! request latencies, errors by Kafka code, the state of the flow and of each partition, and
-//! the exact source→target offset mapping of every forwarded batch (which offset syncs and
-//! checkpoints are built on). Rendered as Prometheus text ([`Stats::write_prometheus`]) and
-//! as the `/status` JSON ([`Stats::status`]).
+//! request latencies, errors by Kafka code, the data path's fetches, connections and paused
+//! partitions, and the state of the flow and of each partition. Rendered as Prometheus text
+//! ([`Stats::write_prometheus`]) and as the `/status` JSON ([`Stats::status`]).
+//!
+//! The data path updates a partition through its own [`PartitionStats`] handle, so that
+//! acknowledging a batch takes no lock shared with other partitions.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use strait_client::ConnectionCounter;
 
-use crate::internal::now_ms;
+use crate::internal_topics::now_ms;
 use crate::metrics::{Histogram, PrometheusText, Window};
 
-/// Mappings kept per partition; older ones are dropped.
-const MAPPINGS_KEPT: usize = 128;
-/// Fetched, unmirrored batches listed per partition for the lag in seconds (the fetch queue
-/// and the batches in flight hold far fewer).
+/// Fetched, unmirrored batches listed per partition for the lag in seconds (a partition's queue
+/// holds a few MiB; when more are fetched the oldest still tells the lag).
 const UNMIRRORED_KEPT: usize = 256;
-
-/// Where one forwarded batch landed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OffsetMapping {
-    /// The source topic.
-    pub source_topic: String,
-    /// The partition (the same on both sides).
-    pub partition: i32,
-    /// Source offset of the batch's first record.
-    pub source_offset: i64,
-    /// Target offset the produce response gave the same record.
-    pub target_offset: i64,
-    /// Records in the batch (consecutive offsets on both sides).
-    pub records: i32,
-}
 
 /// Where a flow is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,9 +70,24 @@ pub struct PartitionLag {
     pub seconds: Option<f64>,
 }
 
+/// The flow-wide counters every partition adds to.
+#[derive(Debug, Default)]
+struct Totals {
+    records: AtomicU64,
+    bytes: AtomicU64,
+    gap_records: AtomicU64,
+}
+
+/// The live state of one partition, updated by the data path through this handle.
 #[derive(Debug)]
-struct PartitionStats {
+pub(crate) struct PartitionStats {
     remote_topic: String,
+    totals: Arc<Totals>,
+    inner: Mutex<PartitionInner>,
+}
+
+#[derive(Debug)]
+struct PartitionInner {
     record_count: u64,
     byte_count: u64,
     records: Window,
@@ -102,13 +103,14 @@ struct PartitionStats {
     unmirrored: VecDeque<(i64, i64)>,
     /// Why the partition stopped, if it did.
     error: Option<String>,
-    mappings: VecDeque<OffsetMapping>,
+    /// Why the partition is failing (its batch not acknowledged within delivery.timeout.ms),
+    /// while it is; it keeps retrying.
+    failing: Option<String>,
 }
 
-impl PartitionStats {
-    fn new(remote_topic: &str, now: i64) -> Self {
-        PartitionStats {
-            remote_topic: remote_topic.to_owned(),
+impl PartitionInner {
+    fn new(now: i64) -> Self {
+        PartitionInner {
             record_count: 0,
             byte_count: 0,
             records: Window::new(now),
@@ -121,7 +123,7 @@ impl PartitionStats {
             caught_up_ms: now,
             unmirrored: VecDeque::new(),
             error: None,
-            mappings: VecDeque::new(),
+            failing: None,
         }
     }
 
@@ -138,11 +140,11 @@ impl PartitionStats {
         }
     }
 
-    fn lag(&self, topic: &str, partition: i32, now: i64) -> PartitionLag {
+    fn lag(&self, topic: &str, remote_topic: &str, partition: i32, now: i64) -> PartitionLag {
         let records = self.lag_records();
         PartitionLag {
             topic: topic.to_owned(),
-            remote_topic: self.remote_topic.clone(),
+            remote_topic: remote_topic.to_owned(),
             partition,
             position: self.position,
             source_end: self.source_end,
@@ -158,131 +160,46 @@ impl PartitionStats {
             }),
         }
     }
-}
 
-/// Live state of one flow.
-#[derive(Debug)]
-pub struct Stats {
-    source: String,
-    target: String,
-    records: AtomicU64,
-    bytes: AtomicU64,
-    gap_records: AtomicU64,
-    state: Mutex<(FlowState, Option<String>)>,
-    partitions: Mutex<BTreeMap<(String, i32), PartitionStats>>,
-    /// Request latencies by (cluster, API).
-    requests: Mutex<BTreeMap<(String, &'static str), Histogram>>,
-    /// Errors by (cluster, API, Kafka error name).
-    errors: Mutex<BTreeMap<(String, &'static str, String), u64>>,
-    /// Checkpoint latency by (group, downstream topic, partition).
-    checkpoints: Mutex<HashMap<(String, String, i32), Window>>,
-}
-
-impl Stats {
-    /// The state of the flow `source->target`, starting.
-    pub fn new(source: &str, target: &str) -> Self {
-        Stats {
-            source: source.to_owned(),
-            target: target.to_owned(),
-            records: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-            gap_records: AtomicU64::new(0),
-            state: Mutex::new((FlowState::Starting, None)),
-            partitions: Mutex::default(),
-            requests: Mutex::default(),
-            errors: Mutex::default(),
-            checkpoints: Mutex::default(),
+    fn state(&self) -> &'static str {
+        if self.error.is_some() {
+            "stopped"
+        } else if self.failing.is_some() {
+            "failing"
+        } else {
+            "running"
         }
     }
+}
 
-    /// The flow's name, `source->target`.
-    pub fn flow(&self) -> String {
-        format!("{}->{}", self.source, self.target)
+impl PartitionStats {
+    fn update<R>(&self, f: impl FnOnce(&mut PartitionInner, i64) -> R) -> R {
+        f(&mut self.inner.lock().expect("stats lock"), now_ms())
     }
 
-    /// Records forwarded and acknowledged so far.
-    pub fn records(&self) -> u64 {
-        self.records.load(Ordering::Relaxed)
+    /// The partition (re)starts at `position`.
+    pub(crate) fn started(&self, position: i64) {
+        self.update(|p, now| {
+            p.position = Some(position);
+            p.error = None;
+            p.failing = None;
+            p.caught_up_ms = now;
+        });
     }
 
-    /// Bytes (of record batches) forwarded and acknowledged so far.
-    pub fn bytes(&self) -> u64 {
-        self.bytes.load(Ordering::Relaxed)
+    /// It stopped with an error that needs a person.
+    pub(crate) fn stopped(&self, error: String) {
+        self.update(|p, _| p.error = Some(error));
     }
 
-    /// Source offsets deleted at the source before they could be mirrored.
-    pub fn gap_records(&self) -> u64 {
-        self.gap_records.load(Ordering::Relaxed)
-    }
-
-    /// The flow's state and its last error.
-    pub fn state(&self) -> (FlowState, Option<String>) {
-        self.state.lock().expect("stats lock").clone()
-    }
-
-    /// Whether the flow and all its partitions are running (or still starting).
-    pub fn is_healthy(&self) -> bool {
-        let state = self.state().0;
-        let partitions_ok = self
-            .partitions
-            .lock()
-            .expect("stats lock")
-            .values()
-            .all(|p| p.error.is_none());
-        matches!(state, FlowState::Starting | FlowState::Running) && partitions_ok
-    }
-
-    /// The lag of every partition the flow mirrors.
-    pub fn lag(&self) -> Vec<PartitionLag> {
-        let now = now_ms();
-        let partitions = self.partitions.lock().expect("stats lock");
-        partitions
-            .iter()
-            .map(|((topic, partition), p)| p.lag(topic, *partition, now))
-            .collect()
-    }
-
-    /// The latest mappings of a partition, oldest first.
-    pub fn mappings(&self, topic: &str, partition: i32) -> Vec<OffsetMapping> {
-        let partitions = self.partitions.lock().expect("stats lock");
-        partitions
-            .get(&(topic.to_owned(), partition))
-            .map(|p| p.mappings.iter().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    pub(crate) fn set_state(&self, state: FlowState, error: Option<String>) {
-        let mut current = self.state.lock().expect("stats lock");
-        // A failure stays visible until the flow runs again.
-        let error = error.or_else(|| (state == FlowState::Stopping).then(|| current.1.clone()).flatten());
-        *current = (state, error);
-    }
-
-    fn partition<R>(&self, topic: &str, partition: i32, f: impl FnOnce(&mut PartitionStats, i64) -> R) -> Option<R> {
-        let now = now_ms();
-        let mut partitions = self.partitions.lock().expect("stats lock");
-        partitions.get_mut(&(topic.to_owned(), partition)).map(|p| f(p, now))
-    }
-
-    /// A partition starts (or restarts) at `position`.
-    pub(crate) fn partition_started(&self, topic: &str, remote_topic: &str, partition: i32, position: i64) {
-        let now = now_ms();
-        let mut partitions = self.partitions.lock().expect("stats lock");
-        let stats = partitions
-            .entry((topic.to_owned(), partition))
-            .or_insert_with(|| PartitionStats::new(remote_topic, now));
-        stats.position = Some(position);
-        stats.error = None;
-        stats.caught_up_ms = now;
-    }
-
-    pub(crate) fn partition_stopped(&self, topic: &str, partition: i32, error: String) {
-        self.partition(topic, partition, |p, _| p.error = Some(error));
+    /// Its batch is overdue (`Some`), or acknowledged again (`None`).
+    pub(crate) fn failing(&self, why: Option<String>) {
+        self.update(|p, _| p.failing = why);
     }
 
     /// A fetch saw the source log end at `high_watermark`.
-    pub(crate) fn record_source_end(&self, topic: &str, partition: i32, high_watermark: i64) {
-        self.partition(topic, partition, |p, now| {
+    pub(crate) fn record_source_end(&self, high_watermark: i64) {
+        self.update(|p, now| {
             p.source_end = Some(high_watermark);
             p.note_caught_up(now);
         });
@@ -290,20 +207,11 @@ impl Stats {
 
     /// A batch ending at `last_offset`, whose first record has `first_timestamp` and newest
     /// `max_timestamp`, was fetched (MM2 measures record age when records are polled).
-    pub(crate) fn record_polled(
-        &self,
-        topic: &str,
-        partition: i32,
-        last_offset: i64,
-        first_timestamp: i64,
-        max_timestamp: i64,
-    ) {
-        self.partition(topic, partition, |p, now| {
+    pub(crate) fn record_polled(&self, last_offset: i64, first_timestamp: i64, max_timestamp: i64) {
+        self.update(|p, now| {
             if max_timestamp >= 0 {
                 p.record_age_ms.record((now - max_timestamp).max(0) as f64, now);
             }
-            // A batch fetched again (after a failed send) is already listed. The queue between
-            // fetcher and producer bounds the list; the cap only guards against a bug.
             let newer = p.unmirrored.back().is_none_or(|&(last, _)| last_offset > last);
             if newer && p.unmirrored.len() < UNMIRRORED_KEPT {
                 p.unmirrored.push_back((last_offset, first_timestamp));
@@ -312,8 +220,8 @@ impl Stats {
     }
 
     /// Everything before `next` is mirrored (acknowledged, or needed no forwarding).
-    pub(crate) fn record_position(&self, topic: &str, partition: i32, next: i64) {
-        self.partition(topic, partition, |p, now| {
+    pub(crate) fn record_position(&self, next: i64) {
+        self.update(|p, now| {
             while p.unmirrored.front().is_some_and(|&(last, _)| last < next) {
                 p.unmirrored.pop_front();
             }
@@ -324,17 +232,10 @@ impl Stats {
 
     /// The target acknowledged a batch of `records` records and `bytes` bytes whose newest
     /// record has `max_timestamp`.
-    pub(crate) fn record_acknowledged(
-        &self,
-        topic: &str,
-        partition: i32,
-        records: u64,
-        bytes: u64,
-        max_timestamp: i64,
-    ) {
-        self.records.fetch_add(records, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.partition(topic, partition, |p, now| {
+    pub(crate) fn record_acknowledged(&self, records: u64, bytes: u64, max_timestamp: i64) {
+        self.totals.records.fetch_add(records, Ordering::Relaxed);
+        self.totals.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.update(|p, now| {
             p.record_count += records;
             p.byte_count += bytes;
             p.records.record(records as f64, now);
@@ -343,21 +244,150 @@ impl Stats {
                 p.replication_latency_ms
                     .record((now - max_timestamp).max(0) as f64, now);
             }
+            p.failing = None;
         });
     }
 
-    pub(crate) fn record_gap(&self, topic: &str, partition: i32, records: i64) {
-        self.gap_records.fetch_add(records.max(0) as u64, Ordering::Relaxed);
-        self.partition(topic, partition, |p, _| p.gap_records += records.max(0) as u64);
+    /// `records` source records were deleted before they could be mirrored.
+    pub(crate) fn record_gap(&self, records: i64) {
+        let records = records.max(0) as u64;
+        self.totals.gap_records.fetch_add(records, Ordering::Relaxed);
+        self.update(|p, _| p.gap_records += records);
+    }
+}
+
+/// Live state of one flow.
+#[derive(Debug)]
+pub struct Stats {
+    source: String,
+    target: String,
+    totals: Arc<Totals>,
+    state: Mutex<(FlowState, Option<String>)>,
+    partitions: Mutex<BTreeMap<(String, i32), Arc<PartitionStats>>>,
+    /// Request latencies by (cluster, API).
+    requests: Mutex<BTreeMap<(String, &'static str), Histogram>>,
+    /// Errors by (cluster, API, Kafka error name).
+    errors: Mutex<BTreeMap<(String, &'static str, String), u64>>,
+    /// Checkpoint latency by (group, downstream topic, partition).
+    checkpoints: Mutex<HashMap<(String, String, i32), Window>>,
+    /// Fetch requests by kind (`full`, `incremental`).
+    fetches: Mutex<BTreeMap<&'static str, u64>>,
+    /// Open connections by (cluster, role).
+    connections: Mutex<Vec<(String, &'static str, ConnectionCounter)>>,
+    /// Partitions whose fetching is paused because their queue is full or their target fails.
+    paused: AtomicI64,
+}
+
+impl Stats {
+    /// The state of the flow `source->target`, starting.
+    pub fn new(source: &str, target: &str) -> Self {
+        Stats {
+            source: source.to_owned(),
+            target: target.to_owned(),
+            totals: Arc::default(),
+            state: Mutex::new((FlowState::Starting, None)),
+            partitions: Mutex::default(),
+            requests: Mutex::default(),
+            errors: Mutex::default(),
+            checkpoints: Mutex::default(),
+            fetches: Mutex::default(),
+            connections: Mutex::default(),
+            paused: AtomicI64::new(0),
+        }
     }
 
-    pub(crate) fn record_mapping(&self, mapping: OffsetMapping) {
-        self.partition(&mapping.source_topic.clone(), mapping.partition, |p, _| {
-            if p.mappings.len() == MAPPINGS_KEPT {
-                p.mappings.pop_front();
-            }
-            p.mappings.push_back(mapping);
+    /// The flow's name, `source->target`.
+    pub fn flow(&self) -> String {
+        format!("{}->{}", self.source, self.target)
+    }
+
+    /// Records forwarded and acknowledged so far.
+    pub fn records(&self) -> u64 {
+        self.totals.records.load(Ordering::Relaxed)
+    }
+
+    /// Bytes (of record batches) forwarded and acknowledged so far.
+    pub fn bytes(&self) -> u64 {
+        self.totals.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Source offsets deleted at the source before they could be mirrored.
+    pub fn gap_records(&self) -> u64 {
+        self.totals.gap_records.load(Ordering::Relaxed)
+    }
+
+    /// Fetch requests sent so far, by kind: `full` (every partition) or `incremental` (KIP-227:
+    /// only what changed).
+    pub fn fetch_requests(&self, kind: &str) -> u64 {
+        self.fetches.lock().expect("stats lock").get(kind).copied().unwrap_or(0)
+    }
+
+    /// Open connections of `role` (`fetch`, `produce`, `admin`) to `cluster`.
+    pub fn connections(&self, cluster: &str, role: &str) -> i64 {
+        self.connections
+            .lock()
+            .expect("stats lock")
+            .iter()
+            .filter(|(c, r, _)| c == cluster && *r == role)
+            .map(|(_, _, counter)| counter.get())
+            .sum()
+    }
+
+    /// Partitions whose fetching is paused now.
+    pub fn paused_partitions(&self) -> i64 {
+        self.paused.load(Ordering::Relaxed)
+    }
+
+    /// The flow's state and its last error.
+    pub fn state(&self) -> (FlowState, Option<String>) {
+        self.state.lock().expect("stats lock").clone()
+    }
+
+    /// Whether the flow and all its partitions are running (or still starting).
+    pub fn is_healthy(&self) -> bool {
+        let state = self.state().0;
+        let partitions_ok = self.partitions.lock().expect("stats lock").values().all(|p| {
+            let inner = p.inner.lock().expect("stats lock");
+            inner.error.is_none() && inner.failing.is_none()
         });
+        matches!(state, FlowState::Starting | FlowState::Running) && partitions_ok
+    }
+
+    /// The lag of every partition the flow mirrors.
+    pub fn lag(&self) -> Vec<PartitionLag> {
+        let now = now_ms();
+        let partitions = self.partitions.lock().expect("stats lock");
+        partitions
+            .iter()
+            .map(|((topic, partition), p)| {
+                p.inner
+                    .lock()
+                    .expect("stats lock")
+                    .lag(topic, &p.remote_topic, *partition, now)
+            })
+            .collect()
+    }
+
+    pub(crate) fn set_state(&self, state: FlowState, error: Option<String>) {
+        let mut current = self.state.lock().expect("stats lock");
+        // A failure stays visible until the flow runs again.
+        let error = error.or_else(|| (state == FlowState::Stopping).then(|| current.1.clone()).flatten());
+        *current = (state, error);
+    }
+
+    /// The handle of a partition the flow mirrors (created on first use).
+    pub(crate) fn partition(&self, topic: &str, remote_topic: &str, partition: i32) -> Arc<PartitionStats> {
+        let mut partitions = self.partitions.lock().expect("stats lock");
+        partitions
+            .entry((topic.to_owned(), partition))
+            .or_insert_with(|| {
+                Arc::new(PartitionStats {
+                    remote_topic: remote_topic.to_owned(),
+                    totals: self.totals.clone(),
+                    inner: Mutex::new(PartitionInner::new(now_ms())),
+                })
+            })
+            .clone()
     }
 
     /// A request to `cluster` took `elapsed`.
@@ -378,6 +408,29 @@ impl Stats {
     pub(crate) fn record_error_code(&self, cluster: &str, api: &'static str, code: String) {
         let mut errors = self.errors.lock().expect("stats lock");
         *errors.entry((cluster.to_owned(), api, code)).or_default() += 1;
+    }
+
+    /// A Fetch request of `kind` was sent.
+    pub(crate) fn record_fetch(&self, kind: strait_client::FetchKind) {
+        *self
+            .fetches
+            .lock()
+            .expect("stats lock")
+            .entry(kind.as_str())
+            .or_default() += 1;
+    }
+
+    /// Counts the connections of `counter` as `role` connections to `cluster`.
+    pub(crate) fn count_connections(&self, cluster: &str, role: &'static str, counter: ConnectionCounter) {
+        self.connections
+            .lock()
+            .expect("stats lock")
+            .push((cluster.to_owned(), role, counter));
+    }
+
+    /// `delta` more (or fewer) partitions are paused.
+    pub(crate) fn add_paused(&self, delta: i64) {
+        self.paused.fetch_add(delta, Ordering::Relaxed);
     }
 
     /// A checkpoint took `latency_ms` from reading the group's offsets to the target's ack.
@@ -407,13 +460,14 @@ impl Stats {
         );
         const SOURCE: &str = "kafka_connect_mirror_source_connector";
         let partitions = self.partitions.lock().expect("stats lock");
-        for ((topic, partition), p) in partitions.iter() {
-            let lag = p.lag(topic, *partition, now);
+        for ((topic, partition), handle) in partitions.iter() {
+            let p = handle.inner.lock().expect("stats lock");
+            let lag = p.lag(topic, &handle.remote_topic, *partition, now);
             let partition = partition.to_string();
             let labels = [
                 ("source", source),
                 ("target", target),
-                ("topic", p.remote_topic.as_str()),
+                ("topic", handle.remote_topic.as_str()),
                 ("partition", partition.as_str()),
             ];
             out.counter(
@@ -474,12 +528,39 @@ impl Stats {
             );
             out.gauge(
                 "strait_partition_up",
-                "1 while the partition is mirrored, 0 after it stopped with an error.",
+                "1 while the partition is mirrored, 0 after it stopped with an error or while its batches fail past delivery.timeout.ms.",
                 &labels,
-                f64::from(u8::from(p.error.is_none())),
+                f64::from(u8::from(p.error.is_none() && p.failing.is_none())),
             );
         }
         drop(partitions);
+        let flow = [("source", source), ("target", target)];
+        out.gauge(
+            "strait_paused_partitions",
+            "Partitions whose fetching is paused: their queue is full or their target partition fails.",
+            &flow,
+            self.paused_partitions() as f64,
+        );
+        for (kind, count) in self.fetches.lock().expect("stats lock").iter() {
+            out.counter(
+                "strait_fetch_requests_total",
+                "Fetch requests sent: full (every partition) or incremental (KIP-227 fetch session: only what changed).",
+                &[("source", source), ("target", target), ("kind", kind)],
+                *count as f64,
+            );
+        }
+        let mut connections: BTreeMap<(String, &'static str), i64> = BTreeMap::new();
+        for (cluster, role, counter) in self.connections.lock().expect("stats lock").iter() {
+            *connections.entry((cluster.clone(), role)).or_default() += counter.get();
+        }
+        for ((cluster, role), open) in connections {
+            out.gauge(
+                "strait_connections",
+                "Open connections of the flow, by cluster and role: fetch (one per source broker), produce (one per target broker), admin (metadata, offsets, internal topics).",
+                &[("source", source), ("target", target), ("cluster", &cluster), ("role", role)],
+                open as f64,
+            );
+        }
         let checkpoints = self.checkpoints.lock().expect("stats lock");
         let mut keys: Vec<_> = checkpoints.keys().collect();
         keys.sort();
@@ -538,13 +619,14 @@ impl Stats {
         let partitions = self.partitions.lock().expect("stats lock");
         let partitions: Vec<Value> = partitions
             .iter()
-            .map(|((topic, partition), p)| {
-                let lag = p.lag(topic, *partition, now);
+            .map(|((topic, partition), handle)| {
+                let p = handle.inner.lock().expect("stats lock");
+                let lag = p.lag(topic, &handle.remote_topic, *partition, now);
                 json!({
                     "topic": topic,
-                    "remote_topic": p.remote_topic,
+                    "remote_topic": handle.remote_topic,
                     "partition": partition,
-                    "state": if p.error.is_some() { "stopped" } else { "running" },
+                    "state": p.state(),
                     "position": p.position,
                     "source_end": p.source_end,
                     "lag_records": lag.records,
@@ -552,7 +634,7 @@ impl Stats {
                     "records": p.record_count,
                     "bytes": p.byte_count,
                     "gap_records": p.gap_records,
-                    "last_error": p.error,
+                    "last_error": p.error.as_ref().or(p.failing.as_ref()),
                 })
             })
             .collect();
@@ -592,11 +674,12 @@ mod tests {
     #[test]
     fn lag_follows_position_and_source_end() {
         let stats = Stats::new("a", "b");
-        stats.partition_started("t", "a.t", 0, 10);
+        let p = stats.partition("t", "a.t", 0);
+        p.started(10);
         assert_eq!(stats.lag()[0].records, 0, "no source end seen yet");
-        stats.record_source_end("t", 0, 25);
-        stats.record_polled("t", 0, 19, now_ms() - 60_000, now_ms() - 50_000);
-        stats.record_polled("t", 0, 24, now_ms() - 40_000, now_ms() - 5);
+        p.record_source_end(25);
+        p.record_polled(19, now_ms() - 60_000, now_ms() - 50_000);
+        p.record_polled(24, now_ms() - 40_000, now_ms() - 5);
         let lag = &stats.lag()[0];
         assert_eq!((lag.records, lag.position, lag.source_end), (15, Some(10), Some(25)));
         let seconds = lag.seconds.unwrap();
@@ -604,13 +687,14 @@ mod tests {
             (60.0..61.0).contains(&seconds),
             "the oldest unmirrored record: {seconds}"
         );
-        stats.record_position("t", 0, 20);
+        p.record_position(20);
         let seconds = stats.lag()[0].seconds.unwrap();
         assert!((40.0..41.0).contains(&seconds), "the next oldest: {seconds}");
-        stats.record_acknowledged("t", 0, 15, 1500, now_ms() - 5);
-        stats.record_position("t", 0, 25);
+        p.record_acknowledged(15, 1500, now_ms() - 5);
+        p.record_position(25);
         let lag = &stats.lag()[0];
         assert_eq!((lag.records, lag.seconds), (0, Some(0.0)));
+        assert_eq!((stats.records(), stats.bytes()), (15, 1500));
         let mut text = PrometheusText::default();
         stats.write_prometheus(&mut text);
         let text = text.finish();
@@ -624,5 +708,47 @@ mod tests {
         assert!(text.contains(&format!("strait_replication_lag_records{labels} 0\n")));
         assert!(text.contains("kafka_connect_mirror_source_connector_replication_latency_ms_max{"));
         assert_eq!(stats.status()["partitions"][0]["lag_records"], 0);
+    }
+
+    #[test]
+    fn a_failing_partition_is_unhealthy_until_acknowledged_again() {
+        let stats = Stats::new("a", "b");
+        stats.set_state(FlowState::Running, None);
+        let p = stats.partition("t", "a.t", 3);
+        p.started(0);
+        assert!(stats.is_healthy());
+        p.failing(Some("not acknowledged within delivery.timeout.ms".into()));
+        assert!(!stats.is_healthy());
+        assert_eq!(stats.status()["partitions"][0]["state"], "failing");
+        let mut text = PrometheusText::default();
+        stats.write_prometheus(&mut text);
+        assert!(text
+            .finish()
+            .contains("strait_partition_up{source=\"a\",target=\"b\",topic=\"a.t\",partition=\"3\"} 0\n"));
+        p.record_acknowledged(1, 100, -1);
+        assert!(stats.is_healthy());
+        assert_eq!(stats.status()["partitions"][0]["state"], "running");
+    }
+
+    #[test]
+    fn data_path_gauges_are_rendered() {
+        let stats = Stats::new("a", "b");
+        let counter = ConnectionCounter::new();
+        stats.count_connections("a", "fetch", counter);
+        stats.record_fetch(strait_client::FetchKind::Full);
+        stats.record_fetch(strait_client::FetchKind::Incremental);
+        stats.record_fetch(strait_client::FetchKind::Incremental);
+        stats.add_paused(2);
+        assert_eq!(stats.fetch_requests("incremental"), 2);
+        assert_eq!(stats.connections("a", "fetch"), 0);
+        let mut text = PrometheusText::default();
+        stats.write_prometheus(&mut text);
+        let text = text.finish();
+        assert!(
+            text.contains("strait_fetch_requests_total{source=\"a\",target=\"b\",kind=\"incremental\"} 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("strait_paused_partitions{source=\"a\",target=\"b\"} 2\n"));
+        assert!(text.contains("strait_connections{source=\"a\",target=\"b\",cluster=\"a\",role=\"fetch\"} 0\n"));
     }
 }

@@ -90,7 +90,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let handles: Vec<_> = flows.into_iter().map(strait_mirror::run_flow).collect();
+    let process = strait_mirror::Process::new(&config);
+    let handles: Vec<_> = flows
+        .into_iter()
+        .map(|flow| strait_mirror::run_flow(flow, &process))
+        .collect();
     let stats: Vec<Arc<Stats>> = handles.iter().map(|h| h.stats().clone()).collect();
     let mut background = Vec::new();
     if let Some(listener) = listener {

@@ -6,7 +6,7 @@ use strait_config::FlowConfig;
 use tokio::sync::watch;
 
 use crate::flow::replicated_topics;
-use crate::internal::next_tick;
+use crate::internal_topics::next_tick;
 use crate::MirrorError;
 
 /// The changes that make a remote topic follow `source`'s config entries: read-only, sensitive,

@@ -14,8 +14,23 @@ use bytes::Bytes;
 use strait_client::KafkaClient;
 use strait_wire::OffsetSync;
 
-use crate::internal::{ensure_compacted_topic, read_partition, write_records};
-use crate::{MirrorError, OffsetMapping};
+use crate::internal_topics::{ensure_compacted_topic, read_partition, write_records};
+use crate::MirrorError;
+
+/// Where a run of forwarded records landed: consecutive offsets on both sides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetMapping {
+    /// The source topic.
+    pub source_topic: String,
+    /// The partition (the same on both sides).
+    pub partition: i32,
+    /// Source offset of the run's first record.
+    pub source_offset: i64,
+    /// Target offset the produce response gave the same record.
+    pub target_offset: i64,
+    /// Records in the run.
+    pub records: i32,
+}
 
 /// Syncs kept in memory per partition for translation; older ones are dropped.
 const HISTORY: usize = 4096;
@@ -88,7 +103,8 @@ impl OffsetSyncs {
             .insert((mapping.source_topic.clone(), mapping.partition), last);
     }
 
-    /// Writes the syncs noted since the last flush.
+    /// Writes the syncs noted since the last flush. What could not be written is kept for the
+    /// next flush.
     pub async fn flush(&self) -> Result<(), MirrorError> {
         let syncs: Vec<OffsetSync> = {
             let mut state = self.state.lock().expect("syncs lock");
@@ -96,9 +112,15 @@ impl OffsetSyncs {
             syncs.extend(std::mem::take(&mut state.delayed).into_values());
             syncs
         };
-        for chunk in syncs.chunks(1000) {
+        for (i, chunk) in syncs.chunks(1000).enumerate() {
             let records: Vec<(Bytes, Bytes)> = chunk.iter().map(|s| (s.key(), s.value())).collect();
-            write_records(&self.client, &self.cluster, &self.topic, 0, records).await?;
+            if let Err(error) = write_records(&self.client, &self.cluster, &self.topic, 0, records).await {
+                let mut state = self.state.lock().expect("syncs lock");
+                let unwritten = syncs[i * 1000..].iter().cloned();
+                let newer = std::mem::take(&mut state.pending);
+                state.pending = unwritten.chain(newer).collect();
+                return Err(error);
+            }
         }
         Ok(())
     }
@@ -122,7 +144,12 @@ impl State {
     fn remember(&mut self, sync: &OffsetSync) {
         let history = self.history.entry((sync.topic.clone(), sync.partition)).or_default();
         // An upstream rewind (a recreated topic) makes older syncs meaningless.
-        history.retain(|&upstream, _| upstream < sync.upstream_offset);
+        if history
+            .last_key_value()
+            .is_some_and(|(&last, _)| last >= sync.upstream_offset)
+        {
+            history.retain(|&upstream, _| upstream < sync.upstream_offset);
+        }
         history.insert(sync.upstream_offset, sync.downstream_offset);
         while history.len() > HISTORY {
             history.pop_first();

@@ -1,0 +1,511 @@
+//! The data path of one flow: a fetcher per source broker with a cursor per partition, a
+//! producer per target broker with a queue per partition, and the router that places each
+//! partition's cursor with the fetcher of its source leader and its queue with the producer of
+//! its target leader, again whenever a leader moves.
+//!
+//! ```text
+//! source brokers ──Fetch──▶ fetcher ─▶ cursor ─▶ queue ─▶ producer ──Produce──▶ target brokers
+//!                           (one per    (one per partition)   (one per
+//!                            broker)                            broker)
+//! ```
+//!
+//! Fetchers and producers report partitions that must move (their leader changed, their broker
+//! is gone) or stop; the router finds their new home from fresh metadata, with a jittered
+//! backoff so that thousands of partitions do not ask in lockstep.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strait_client::kafka_protocol::messages::TopicName;
+use strait_client::{Backoff, FetchParams, KafkaClient, OffsetSpec};
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::JoinHandle;
+
+use crate::budget::Budget;
+use crate::offset_syncs::OffsetSyncs;
+use crate::progress::ProgressStore;
+use crate::sink::producer::{self, ProduceSettings, ProducerHandle, SinkContext};
+use crate::sink::producer_id::ProducerIds;
+use crate::sink::queue::PartitionQueue;
+use crate::source::cursor::Cursor;
+use crate::source::fetcher::{self, FetcherHandle, SourceContext};
+use crate::{MirrorError, Stats};
+
+/// Bytes of fetched batches a partition's queue holds before its fetching pauses, as a multiple
+/// of `max.partition.fetch.bytes`: one fetch's worth on its way while one is produced.
+const QUEUE_CAP_FETCHES: usize = 2;
+/// How long reports of partitions to move are gathered before one metadata request places them.
+const GATHER: Duration = Duration::from_millis(20);
+
+/// Where a partition starts when no progress is stored (`auto.offset.reset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetReset {
+    /// From the log start.
+    Earliest,
+    /// From the log end.
+    Latest,
+}
+
+/// A partition on both clusters.
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    /// The source topic.
+    pub source_topic: String,
+    /// The source topic, as Fetch requests name it.
+    pub source_key: TopicName,
+    /// The remote topic on the target, as Produce requests name it.
+    pub target_topic: TopicName,
+    /// The partition (the same on both sides).
+    pub partition: i32,
+}
+
+impl Route {
+    /// The partition `partition` of `source_topic`, mirrored into `target_topic`.
+    pub(crate) fn new(source_topic: &str, target_topic: &str, partition: i32) -> Route {
+        Route {
+            source_topic: source_topic.to_owned(),
+            source_key: strait_client::topic_name(source_topic),
+            target_topic: strait_client::topic_name(target_topic),
+            partition,
+        }
+    }
+}
+
+/// What fetchers, producers and the flow tell the router.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// Partitions to mirror (discovery found them).
+    Add(Vec<Route>),
+    /// Cursors to place again after `after`: their leader moved or their broker is gone.
+    Cursors { cursors: Vec<Cursor>, after: Duration },
+    /// Queues to place again after `after`.
+    Rehome {
+        queues: Vec<Arc<PartitionQueue>>,
+        after: Duration,
+    },
+    /// A partition stopped with an error that needs a person.
+    Stopped { route: Route, error: MirrorError },
+}
+
+/// Everything the data path of a flow needs.
+#[derive(Debug)]
+pub(crate) struct DataPathConfig {
+    pub source: KafkaClient,
+    pub target: KafkaClient,
+    pub source_alias: String,
+    pub target_alias: String,
+    /// The source consumer's Fetch settings.
+    pub fetch: FetchParams,
+    /// `max.partition.fetch.bytes`.
+    pub partition_max_bytes: i32,
+    /// How long a preferred read replica is used (`metadata.max.age.ms`).
+    pub preferred_lease: Duration,
+    pub produce: ProduceSettings,
+    /// Fetchers (connections) per source broker (`strait.fetchers.per.broker`).
+    pub fetchers_per_broker: u16,
+    pub reset: OffsetReset,
+    pub budget: Arc<Budget>,
+    pub stats: Arc<Stats>,
+    pub progress: Arc<ProgressStore>,
+    pub syncs: Option<Arc<OffsetSyncs>>,
+}
+
+/// The running data path of one flow.
+#[derive(Debug)]
+pub(crate) struct DataPath {
+    events: mpsc::UnboundedSender<Event>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<Option<MirrorError>>,
+}
+
+impl DataPath {
+    /// Starts the data path: gets the target's producer id, then waits for partitions.
+    pub(crate) async fn start(config: DataPathConfig) -> Result<DataPath, MirrorError> {
+        let ids = ProducerIds::init(&config.target, &config.target_alias).await?;
+        let (events, receiver) = mpsc::unbounded_channel();
+        let (stop, stopped) = watch::channel(false);
+        let fetch_connections = strait_client::ConnectionCounter::new();
+        let produce_connections = strait_client::ConnectionCounter::new();
+        config
+            .stats
+            .count_connections(&config.source_alias, "fetch", fetch_connections.clone());
+        config
+            .stats
+            .count_connections(&config.target_alias, "produce", produce_connections.clone());
+        let mut fetch_connection = config.source.config().connection.clone();
+        fetch_connection.counter = fetch_connections;
+        let mut produce_connection = config.target.config().connection.clone();
+        produce_connection.counter = produce_connections;
+        let resume = Arc::new(Notify::new());
+        let source = Arc::new(SourceContext {
+            client: config.source.clone(),
+            alias: config.source_alias.clone(),
+            params: config.fetch.clone(),
+            partition_max_bytes: config.partition_max_bytes,
+            preferred_lease: config.preferred_lease,
+            budget: config.budget.clone(),
+            stats: config.stats.clone(),
+            events: events.clone(),
+            connection: fetch_connection,
+            resume: resume.clone(),
+        });
+        let sink = Arc::new(SinkContext {
+            client: config.target.clone(),
+            alias: config.target_alias.clone(),
+            settings: config.produce.clone(),
+            ids,
+            stats: config.stats.clone(),
+            events: events.clone(),
+            connection: produce_connection,
+        });
+        let router = Router {
+            stop_fetchers: watch::channel(false).0,
+            stop_producers: watch::channel(false).0,
+            config,
+            source,
+            sink,
+            resume,
+            fetchers: HashMap::new(),
+            producers: HashMap::new(),
+            known: HashSet::new(),
+            first_stop: None,
+            cursors: Vec::new(),
+            queues: Vec::new(),
+            place_at: None,
+            backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(10)),
+        };
+        let task = tokio::spawn(router.run(receiver, stopped));
+        Ok(DataPath { events, stop, task })
+    }
+
+    /// Mirrors `routes` (those not mirrored yet).
+    pub(crate) fn add(&self, routes: Vec<Route>) {
+        let _ = self.events.send(Event::Add(routes));
+    }
+
+    /// Stops fetching, lets the batches on the wire be answered, and returns why the first
+    /// partition that stopped with an error stopped, if one did.
+    pub(crate) async fn stop(self) -> Option<MirrorError> {
+        let _ = self.stop.send(true);
+        match self.task.await {
+            Ok(stopped) => stopped,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(_) => None,
+        }
+    }
+}
+
+struct Router {
+    config: DataPathConfig,
+    source: Arc<SourceContext>,
+    sink: Arc<SinkContext>,
+    resume: Arc<Notify>,
+    fetchers: HashMap<(i32, u16), FetcherHandle>,
+    producers: HashMap<i32, ProducerHandle>,
+    stop_fetchers: watch::Sender<bool>,
+    stop_producers: watch::Sender<bool>,
+    /// Every partition ever added (stopped ones included: they stay stopped until a restart,
+    /// so that nothing past the failing batch is mirrored out of order).
+    known: HashSet<(String, i32)>,
+    /// Why the first partition that stopped stopped.
+    first_stop: Option<MirrorError>,
+    /// Cursors waiting for a fetcher.
+    cursors: Vec<Cursor>,
+    /// Queues waiting for a producer.
+    queues: Vec<Arc<PartitionQueue>>,
+    /// When to place them.
+    place_at: Option<Instant>,
+    backoff: Backoff,
+}
+
+impl Router {
+    async fn run(
+        mut self,
+        mut events: mpsc::UnboundedReceiver<Event>,
+        mut stop: watch::Receiver<bool>,
+    ) -> Option<MirrorError> {
+        loop {
+            let place_at = self.place_at;
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(event) => self.handle(event).await,
+                    None => break,
+                },
+                _ = sleep_until(place_at), if place_at.is_some() => {
+                    self.place_at = None;
+                    self.place().await;
+                }
+                _ = stop.changed() => break,
+            }
+        }
+        // Fetching stops at once; producers let the requests on the wire be answered.
+        let _ = self.stop_fetchers.send(true);
+        for (_, fetcher) in self.fetchers.drain() {
+            let _ = fetcher.task.await;
+        }
+        let _ = self.stop_producers.send(true);
+        for (_, producer) in self.producers.drain() {
+            let _ = producer.task.await;
+        }
+        // Partitions that stopped while the producers drained.
+        while let Ok(event) = events.try_recv() {
+            if let Event::Stopped { .. } = event {
+                self.handle(event).await;
+            }
+        }
+        self.first_stop
+    }
+
+    async fn handle(&mut self, event: Event) {
+        match event {
+            Event::Add(routes) => self.add(routes).await,
+            Event::Cursors { cursors, after } => {
+                self.cursors.extend(cursors);
+                self.place_after(after);
+            }
+            Event::Rehome { queues, after } => {
+                self.queues.extend(queues);
+                self.place_after(after);
+            }
+            Event::Stopped { route, error } => {
+                tracing::error!(flow = %self.config.stats.flow(), topic = %route.source_topic, partition = route.partition,
+                    %error, "partition stopped; fix the cause and restart");
+                self.config
+                    .stats
+                    .partition(&route.source_topic, &route.target_topic.0, route.partition)
+                    .stopped(error.to_string());
+                self.first_stop.get_or_insert(error);
+            }
+        }
+    }
+
+    fn place_after(&mut self, after: Duration) {
+        let at = Instant::now() + after.max(GATHER);
+        self.place_at = Some(self.place_at.map_or(at, |current| current.min(at)));
+    }
+
+    /// New partitions: a queue and a cursor each, starting where the progress says (or where
+    /// `auto.offset.reset` says when it says nothing).
+    async fn add(&mut self, routes: Vec<Route>) {
+        let new: Vec<Route> = routes
+            .into_iter()
+            .filter(|r| self.known.insert((r.source_topic.clone(), r.partition)))
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        let mut unset: BTreeMap<String, Vec<Route>> = BTreeMap::new();
+        let mut started = Vec::new();
+        for route in new {
+            match self
+                .config
+                .progress
+                .last_replicated(&route.source_topic, route.partition)
+            {
+                Some(last) => started.push((route, last + 1)),
+                None => unset.entry(route.source_topic.clone()).or_default().push(route),
+            }
+        }
+        let spec = match self.config.reset {
+            OffsetReset::Earliest => OffsetSpec::Earliest,
+            OffsetReset::Latest => OffsetSpec::Latest,
+        };
+        for (topic, routes) in unset {
+            let partitions: Vec<i32> = routes.iter().map(|r| r.partition).collect();
+            match self.config.source.list_offsets(&topic, &partitions, spec).await {
+                Ok(offsets) => {
+                    for route in routes {
+                        let start = offsets[&route.partition];
+                        started.push((route, start));
+                    }
+                }
+                Err(error) => {
+                    // Tried again at the next discovery.
+                    tracing::warn!(flow = %self.config.stats.flow(), topic, %error, "cannot find where to start; retrying later");
+                    for route in routes {
+                        self.known.remove(&(route.source_topic.clone(), route.partition));
+                    }
+                }
+            }
+        }
+        if started.is_empty() {
+            return;
+        }
+        tracing::info!(flow = %self.config.stats.flow(), partitions = started.len(), "mirroring partitions");
+        let cap = usize::try_from(self.config.partition_max_bytes)
+            .unwrap_or(0)
+            .max(64 * 1024)
+            * QUEUE_CAP_FETCHES;
+        for (route, start) in started {
+            tracing::debug!(topic = %route.source_topic, partition = route.partition, start, "mirroring partition");
+            let stats = self
+                .config
+                .stats
+                .partition(&route.source_topic, &route.target_topic.0, route.partition);
+            stats.started(start);
+            let queue = PartitionQueue::new(
+                route.clone(),
+                cap,
+                self.config.progress.partition(&route.source_topic, route.partition),
+                stats,
+                self.config.syncs.clone(),
+                self.config.budget.clone(),
+                self.resume.clone(),
+            );
+            self.queues.push(queue.clone());
+            self.cursors.push(Cursor::new(route, start, queue));
+        }
+        self.place().await;
+    }
+
+    /// Places waiting cursors with the fetcher of their source leader (or preferred replica)
+    /// and waiting queues with the producer of their target leader, from fresh metadata; what
+    /// cannot be placed yet is tried again after a backoff.
+    async fn place(&mut self) {
+        let cursors = std::mem::take(&mut self.cursors);
+        let queues = std::mem::take(&mut self.queues);
+        let (cursors, queues) = (self.place_cursors(cursors).await, self.place_queues(queues).await);
+        self.cursors.extend(cursors);
+        self.queues.extend(queues);
+        if self.cursors.is_empty() && self.queues.is_empty() {
+            self.backoff.reset();
+        } else {
+            let delay = self.backoff.next_delay();
+            tracing::debug!(
+                cursors = self.cursors.len(),
+                queues = self.queues.len(),
+                "partitions without a leader; trying again in {delay:?}"
+            );
+            self.place_after(delay);
+        }
+    }
+
+    async fn place_cursors(&mut self, cursors: Vec<Cursor>) -> Vec<Cursor> {
+        let cursors: Vec<Cursor> = cursors.into_iter().filter(|c| !c.queue.is_stopped()).collect();
+        if cursors.is_empty() {
+            return cursors;
+        }
+        let topics: Vec<&str> = unique(cursors.iter().map(|c| c.route.source_topic.as_str()));
+        let leaders = match leaders(&self.config.source, &topics).await {
+            Ok(leaders) => leaders,
+            Err(error) => {
+                tracing::warn!(cluster = %self.config.source_alias, %error, "metadata request failed");
+                return cursors;
+            }
+        };
+        let brokers = self.config.source.brokers().await;
+        let now = Instant::now();
+        let mut placed: HashMap<(i32, u16), Vec<Cursor>> = HashMap::new();
+        let mut waiting = Vec::new();
+        for mut cursor in cursors {
+            let preferred = cursor
+                .preferred
+                .filter(|&(broker, until)| until > now && brokers.contains_key(&broker));
+            cursor.preferred = preferred;
+            let broker = match preferred {
+                Some((broker, _)) => Some(broker),
+                None => leaders
+                    .get(&(cursor.route.source_topic.clone(), cursor.route.partition))
+                    .copied(),
+            };
+            match broker {
+                Some(broker) => {
+                    let shard = shard(&cursor.route, self.config.fetchers_per_broker);
+                    placed.entry((broker, shard)).or_default().push(cursor);
+                }
+                None => waiting.push(cursor),
+            }
+        }
+        for (key, cursors) in placed {
+            let fetcher = self
+                .fetchers
+                .entry(key)
+                .or_insert_with(|| FetcherHandle::start(key.0, self.source.clone(), self.stop_fetchers.subscribe()));
+            if let Err(mpsc::error::SendError(fetcher::Command::Adopt(cursors))) =
+                fetcher.commands.send(fetcher::Command::Adopt(cursors))
+            {
+                waiting.extend(cursors);
+                self.fetchers.remove(&key);
+            }
+        }
+        waiting
+    }
+
+    async fn place_queues(&mut self, queues: Vec<Arc<PartitionQueue>>) -> Vec<Arc<PartitionQueue>> {
+        let queues: Vec<Arc<PartitionQueue>> = queues.into_iter().filter(|q| !q.is_stopped()).collect();
+        if queues.is_empty() {
+            return queues;
+        }
+        let topics: Vec<&str> = unique(queues.iter().map(|q| q.route.target_topic.0.as_str()));
+        let leaders = match leaders(&self.config.target, &topics).await {
+            Ok(leaders) => leaders,
+            Err(error) => {
+                tracing::warn!(cluster = %self.config.target_alias, %error, "metadata request failed");
+                return queues;
+            }
+        };
+        let mut placed: HashMap<i32, Vec<Arc<PartitionQueue>>> = HashMap::new();
+        let mut waiting = Vec::new();
+        for queue in queues {
+            let key = (queue.route.target_topic.0.to_string(), queue.route.partition);
+            match leaders.get(&key) {
+                Some(&broker) => placed.entry(broker).or_default().push(queue),
+                None => waiting.push(queue),
+            }
+        }
+        for (broker, queues) in placed {
+            let producer = self
+                .producers
+                .entry(broker)
+                .or_insert_with(|| ProducerHandle::start(broker, self.sink.clone(), self.stop_producers.subscribe()));
+            if let Err(mpsc::error::SendError(producer::Command::Adopt(queues))) =
+                producer.commands.send(producer::Command::Adopt(queues))
+            {
+                waiting.extend(queues);
+                self.producers.remove(&broker);
+            }
+        }
+        waiting
+    }
+}
+
+/// The leader of every partition of `topics` that has one.
+async fn leaders(client: &KafkaClient, topics: &[&str]) -> Result<HashMap<(String, i32), i32>, strait_client::Error> {
+    let metadata = client.metadata(Some(topics)).await?;
+    Ok(metadata
+        .topics
+        .into_iter()
+        .filter(|(_, t)| t.error == 0)
+        .flat_map(|(name, t)| {
+            t.partitions
+                .into_iter()
+                .filter(|p| p.error == 0 && p.leader >= 0)
+                .map(move |p| ((name.clone(), p.partition), p.leader))
+        })
+        .collect())
+}
+
+/// Which of a broker's fetchers fetches `route` (`strait.fetchers.per.broker`).
+fn shard(route: &Route, fetchers: u16) -> u16 {
+    if fetchers <= 1 {
+        return 0;
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (&route.source_topic, route.partition).hash(&mut hasher);
+    (hasher.finish() % u64::from(fetchers)) as u16
+}
+
+fn unique<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut names: Vec<&str> = names.collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at.into()).await;
+    }
+}

@@ -1,0 +1,1055 @@
+//! One target partition's queue (franz-go's `recBuf`): what was fetched for it, in source order,
+//! until the target acknowledges it; the idempotent producer's rules for sending it; and what the
+//! partition may record as mirrored.
+//!
+//! [`QueueState`] holds the rules and no I/O, so they are tested with batches alone:
+//! - sequences: each batch gets the next sequence when first sent, and keeps it when resent, so
+//!   the target deduplicates a batch that had landed after all;
+//! - the window: up to [`MAX_IN_FLIGHT`] batches on the wire, but one alone until the target has
+//!   acknowledged a batch of the producer id (it accepts any first sequence from an id it does
+//!   not know, so batches behind a lost first one would land ahead of it);
+//! - failures: when the first batch on the wire fails, the answers to the ones behind it are
+//!   awaited (they fail too: their sequences no longer follow), then everything unacknowledged
+//!   is sent again in order, after a backoff, a new producer id, a split of a batch too large,
+//!   or a move to the partition's new leader;
+//! - progress: a source offset is recorded only once everything before it is acknowledged.
+//!
+//! [`PartitionQueue`] shares the state between the partition's cursor (which pushes) and the
+//! producer of its target leader (which sends), and records what acknowledgements allow.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use strait_client::{is_sequence_error, is_too_large, Backoff, Error, KafkaCode, ProducerIdAndEpoch};
+use strait_wire::ProducerState;
+use tokio::sync::Notify;
+
+use crate::budget::Budget;
+use crate::data_path::Route;
+use crate::offset_syncs::OffsetSyncs;
+use crate::outgoing::Outgoing;
+use crate::progress::PartitionProgress;
+use crate::sink::ReadyQueues;
+use crate::stats::PartitionStats;
+use crate::MirrorError;
+
+/// Batches a partition may have unacknowledged on the target: Kafka's idempotent producer
+/// deduplicates retries within the last five batches.
+pub(crate) const MAX_IN_FLIGHT: usize = 5;
+/// How long after its last acknowledgement the target is trusted to still know a producer id.
+/// A broker forgets ids idle for `producer.id.expiration.ms` (a day by default, but settable,
+/// and counted from the records' timestamps), and then takes any sequence again; after a pause
+/// the first batch goes alone once more.
+const PRODUCER_ID_TRUSTED: Duration = Duration::from_secs(60);
+/// Backoff of a partition's resends.
+const RETRY_BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
+
+/// What a cursor hands its queue, in source order.
+#[derive(Debug)]
+pub(crate) enum Entry {
+    /// A batch to forward.
+    Forward(Outgoing),
+    /// Offsets up to `last` need no forwarding (control batches, aborted or empty batches, a
+    /// gap the source deleted).
+    Skip { last: i64 },
+    /// The partition stops here once everything before is acknowledged (a batch that cannot
+    /// be read or forwarded).
+    Stop(MirrorError),
+}
+
+/// A batch of the queue.
+#[derive(Debug)]
+struct Batch {
+    outgoing: Outgoing,
+    /// Its sequence, from its first send on.
+    sequence: Option<i32>,
+    /// The request it is on the wire in.
+    request: Option<u64>,
+    /// When it was first sent, for `delivery.timeout.ms`.
+    first_sent: Option<Instant>,
+}
+
+#[derive(Debug)]
+enum Slot {
+    Batch(Batch),
+    Skip { last: i64 },
+    Stop(MirrorError),
+}
+
+/// What fixes a failure, once every batch on the wire has its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Remedy {
+    /// Send again after a backoff (the broker restarts, replicas are missing, a timeout).
+    Resend,
+    /// The partition's leader moved: send again from its new leader's producer.
+    Rehome,
+    /// The target no longer accepts the producer id or its sequences: a new id, sequences from 0.
+    NewProducerId,
+    /// The batch is too large for the target: send it as two halves.
+    Split,
+    /// The target refuses the batch for good: the partition stops.
+    Stop,
+}
+
+impl Remedy {
+    /// The remedy for `error`, the answer to the first batch on the wire.
+    pub(crate) fn for_error(error: &Error) -> Remedy {
+        use strait_client::kafka_protocol::error::ResponseError as E;
+        if is_too_large(error) {
+            Remedy::Split
+        } else if is_sequence_error(error) {
+            Remedy::NewProducerId
+        } else if error.kafka_code().is_some_and(|KafkaCode(code)| {
+            matches!(
+                code,
+                E::NotLeaderOrFollower | E::LeaderNotAvailable | E::UnknownTopicOrPartition | E::KafkaStorageError
+            )
+        }) {
+            Remedy::Rehome
+        } else if error.is_retriable() {
+            Remedy::Resend
+        } else {
+            Remedy::Stop
+        }
+    }
+}
+
+/// A failure being handled.
+#[derive(Debug)]
+struct Failure {
+    error: Error,
+    remedy: Remedy,
+    /// Whether answers to batches sent before it are still awaited.
+    settling: bool,
+}
+
+/// What [`QueueState::next_batch`] says.
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// A batch to put in the request.
+    Batch(Sendable),
+    /// Nothing to send now: empty, the window is full, a stop is next, or answers are awaited.
+    Idle,
+    /// The next batch does not fit in the request.
+    NoRoom,
+    /// Sending resumes at this time (a backoff).
+    At(Instant),
+    /// The producer id in use is refused: wait for one newer than this.
+    NewProducerId(ProducerIdAndEpoch),
+}
+
+/// A batch ready for a Produce request.
+#[derive(Debug)]
+pub(crate) struct Sendable {
+    /// The rewritten batch: header and payload, for a vectored write.
+    pub parts: Vec<Bytes>,
+    /// Its size in bytes.
+    pub size: usize,
+}
+
+/// What an acknowledgement (or a push) lets the partition record.
+#[derive(Debug, Default)]
+pub(crate) struct Recorded {
+    /// The acknowledged batch and its base offset on the target, if a batch was acknowledged.
+    pub acknowledged: Option<(Outgoing, i64)>,
+    /// The last source offset now mirrored, if it moved.
+    pub progress: Option<i64>,
+    /// Why the partition stops, if a stop is now at the front.
+    pub stop: Option<MirrorError>,
+}
+
+/// What settling a failure asks of the producer.
+#[derive(Debug)]
+pub(crate) enum Settled {
+    /// Nothing to do: no failure, or answers to batches on the wire are still awaited.
+    Waiting,
+    /// Send again from this producer at this time.
+    ResendAt(Instant),
+    /// Hand the partition to its new leader's producer (it sends again from this time).
+    Rehome(Instant),
+    /// A new producer id is needed, newer than this one; then send again from this time.
+    NewProducerId(ProducerIdAndEpoch, Instant),
+    /// The partition stops.
+    Stop(MirrorError),
+}
+
+/// The rules of one partition's queue, without I/O.
+#[derive(Debug)]
+pub(crate) struct QueueState {
+    slots: VecDeque<Slot>,
+    /// Batches on the wire: the first ones, except while a failure settles.
+    in_flight: usize,
+    /// Bytes of the batches held.
+    buffered: usize,
+    /// The producer id and epoch the partition sends with; adopted at its first send.
+    identity: Option<ProducerIdAndEpoch>,
+    next_sequence: i32,
+    /// When the target last acknowledged a batch of `identity`.
+    acknowledged_at: Option<Instant>,
+    /// The failure being handled, until a batch is acknowledged again.
+    failure: Option<Failure>,
+    /// When sending may resume after a failure.
+    resume_at: Option<Instant>,
+    /// Whether a new producer id must be adopted before sending again.
+    needs_identity: bool,
+    backoff: Backoff,
+    /// Whether the front batch was reported overdue (`delivery.timeout.ms`).
+    overdue: bool,
+}
+
+impl Default for QueueState {
+    fn default() -> Self {
+        QueueState {
+            slots: VecDeque::new(),
+            in_flight: 0,
+            buffered: 0,
+            identity: None,
+            next_sequence: 0,
+            acknowledged_at: None,
+            failure: None,
+            resume_at: None,
+            needs_identity: false,
+            backoff: Backoff::new(RETRY_BACKOFF.0, RETRY_BACKOFF.1),
+            overdue: false,
+        }
+    }
+}
+
+impl QueueState {
+    /// Bytes of the batches held.
+    pub(crate) fn buffered(&self) -> usize {
+        self.buffered
+    }
+
+    /// Whether a failure is being handled (the partition's target refuses, or is away).
+    pub(crate) fn is_failing(&self) -> bool {
+        self.failure.is_some()
+    }
+
+    /// The failure being handled, for logs.
+    pub(crate) fn failure(&self) -> Option<&Error> {
+        self.failure.as_ref().map(|f| &f.error)
+    }
+
+    /// Appends what the cursor fetched; returns what the partition may record now (offsets
+    /// that needed no forwarding, when nothing is ahead of them).
+    pub(crate) fn push(&mut self, entries: impl IntoIterator<Item = Entry>) -> Recorded {
+        for entry in entries {
+            self.slots.push_back(match entry {
+                Entry::Forward(outgoing) => {
+                    self.buffered += outgoing.batch.size();
+                    Slot::Batch(Batch {
+                        outgoing,
+                        sequence: None,
+                        request: None,
+                        first_sent: None,
+                    })
+                }
+                Entry::Skip { last } => Slot::Skip { last },
+                Entry::Stop(error) => Slot::Stop(error),
+            });
+        }
+        self.settle_front()
+    }
+
+    /// Pops what needs no acknowledgement from the front.
+    fn settle_front(&mut self) -> Recorded {
+        let mut recorded = Recorded::default();
+        loop {
+            match self.slots.front() {
+                Some(Slot::Skip { last }) => {
+                    recorded.progress = Some(*last);
+                    self.slots.pop_front();
+                }
+                Some(Slot::Stop(_)) => {
+                    if let Some(Slot::Stop(error)) = self.slots.pop_front() {
+                        recorded.stop = Some(error);
+                    }
+                    return recorded;
+                }
+                _ => return recorded,
+            }
+        }
+    }
+
+    /// The batches near the front, with their index among batches: those on the wire are
+    /// always among the first `MAX_IN_FLIGHT + 1`.
+    fn front_batches(&mut self) -> impl Iterator<Item = (usize, &mut Batch)> {
+        self.slots
+            .iter_mut()
+            .filter_map(|s| match s {
+                Slot::Batch(b) => Some(b),
+                _ => None,
+            })
+            .take(MAX_IN_FLIGHT + 1)
+            .enumerate()
+    }
+
+    /// Whether the producer id in use was acknowledged recently: then up to [`MAX_IN_FLIGHT`]
+    /// batches go out at once.
+    fn trusted(&self, now: Instant) -> bool {
+        self.acknowledged_at
+            .is_some_and(|at| now.saturating_duration_since(at) < PRODUCER_ID_TRUSTED)
+    }
+
+    /// The next batch to send in request `request` if it fits in `room` bytes, with `current`
+    /// (the producer id now) if the partition has none yet or must take a new one.
+    pub(crate) fn next_batch(&mut self, now: Instant, request: u64, current: ProducerIdAndEpoch, room: usize) -> Next {
+        if let Some(failure) = &self.failure {
+            if failure.settling {
+                return Next::Idle;
+            }
+            if let Some(at) = self.resume_at.filter(|&at| at > now) {
+                return Next::At(at);
+            }
+            if self.needs_identity {
+                match self.identity {
+                    Some(stale) if stale == current => return Next::NewProducerId(stale),
+                    _ => self.adopt(current),
+                }
+            }
+        }
+        let window = if self.trusted(now) { MAX_IN_FLIGHT } else { 1 };
+        if self.in_flight >= window {
+            return Next::Idle;
+        }
+        let identity = *self.identity.get_or_insert(current);
+        // The first batch not on the wire; a stop ahead of it holds everything behind.
+        let mut next = None;
+        for slot in &mut self.slots {
+            match slot {
+                Slot::Stop(_) => break,
+                Slot::Batch(batch) if batch.request.is_none() => {
+                    next = Some(batch);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let Some(batch) = next else {
+            return Next::Idle;
+        };
+        if batch.outgoing.batch.size() > room {
+            return Next::NoRoom;
+        }
+        let sequence = match batch.sequence {
+            Some(sequence) => sequence,
+            None => {
+                let sequence = self.next_sequence;
+                self.next_sequence = add_sequence(sequence, batch.outgoing.batch.records_count());
+                batch.sequence = Some(sequence);
+                sequence
+            }
+        };
+        let producer = ProducerState {
+            producer_id: identity.producer_id,
+            producer_epoch: identity.producer_epoch,
+            base_sequence: sequence,
+        };
+        // The source CRC was checked where the batch arrived and the slow path builds valid
+        // batches, and control or compacted batches never get here: the rewrite cannot fail.
+        let forward = match batch.outgoing.batch.rewrite(producer) {
+            Ok(forward) => forward,
+            Err(error) => unreachable!("a queued batch is forwardable: {error}"),
+        };
+        batch.request = Some(request);
+        batch.first_sent.get_or_insert(now);
+        self.in_flight += 1;
+        let size = forward.len();
+        Next::Batch(Sendable {
+            parts: forward.into_parts(),
+            size,
+        })
+    }
+
+    /// Takes `identity` and numbers the unacknowledged batches from 0 again.
+    fn adopt(&mut self, identity: ProducerIdAndEpoch) {
+        self.identity = Some(identity);
+        self.needs_identity = false;
+        self.acknowledged_at = None;
+        self.next_sequence = 0;
+        for slot in &mut self.slots {
+            if let Slot::Batch(batch) = slot {
+                batch.sequence = None;
+            }
+        }
+    }
+
+    /// Takes the batch of `request` off the wire: its index among the batches, if it is ours.
+    fn answered(&mut self, request: u64) -> Option<usize> {
+        let (index, batch) = self.front_batches().find(|(_, b)| b.request == Some(request))?;
+        batch.request = None;
+        self.in_flight -= 1;
+        Some(index)
+    }
+
+    /// The target acknowledged the batch of `request` at `base_offset`.
+    pub(crate) fn acknowledged(&mut self, request: u64, base_offset: i64, now: Instant) -> Recorded {
+        let Some(index) = self.answered(request) else {
+            return Recorded::default();
+        };
+        if index != 0 || self.failure.as_ref().is_some_and(|f| f.settling) {
+            // Behind a failed batch: sent again with it (the target recognises a batch that
+            // had landed by its sequence, and answers with its first offset).
+            return Recorded::default();
+        }
+        let Some(Slot::Batch(batch)) = self.slots.pop_front() else {
+            unreachable!("the batch at index 0 is at the front: skips before it were popped");
+        };
+        self.buffered -= batch.outgoing.batch.size();
+        self.acknowledged_at = Some(now);
+        self.backoff.reset();
+        self.overdue = false;
+        self.failure = None;
+        self.resume_at = None;
+        let mut recorded = self.settle_front();
+        recorded.progress = recorded.progress.or(Some(batch.outgoing.source_last));
+        recorded.acknowledged = Some((batch.outgoing, base_offset));
+        recorded
+    }
+
+    /// The batch of `request` failed with `error`. Returns whether a failure starts now (so
+    /// that the caller reports it once); the batches behind it are answered and settled first.
+    pub(crate) fn failed(&mut self, request: u64, error: Error) -> bool {
+        if self.answered(request).is_none() || self.failure.as_ref().is_some_and(|f| f.settling) {
+            return false;
+        }
+        let remedy = Remedy::for_error(&error);
+        let starts = self.failure.is_none();
+        self.failure = Some(Failure {
+            error,
+            remedy,
+            settling: true,
+        });
+        self.resume_at = None;
+        starts
+    }
+
+    /// Once every batch on the wire has its answer: what the failure asks for. `charge`
+    /// charges the halves of a batch too large to the budget.
+    pub(crate) fn settle(
+        &mut self,
+        now: Instant,
+        route: &Route,
+        mut charge: impl FnMut(usize) -> crate::budget::Charge,
+    ) -> Settled {
+        let Some(failure) = self.failure.as_mut().filter(|f| f.settling && self.in_flight == 0) else {
+            return Settled::Waiting;
+        };
+        failure.settling = false;
+        let (error, remedy) = (failure.error.clone(), failure.remedy);
+        if self.backoff.attempts() > 0 && remedy != Remedy::Split {
+            // Failing again: the batches may wait long, so they no longer hold the fetch
+            // responses they are slices of (with the other partitions' batches in them).
+            self.detach(&mut charge);
+        }
+        let Some(Slot::Batch(front)) = self.slots.front() else {
+            unreachable!("a failure is of the front batch");
+        };
+        let (first, last) = (front.outgoing.source_first(), front.outgoing.source_last);
+        let refused = |error| MirrorError::Refused {
+            topic: route.source_topic.to_string(),
+            partition: route.partition,
+            first,
+            last,
+            error,
+        };
+        match remedy {
+            Remedy::Stop => Settled::Stop(refused(error)),
+            Remedy::Split => match front.outgoing.split(&mut charge) {
+                Ok(Some((head, tail))) => {
+                    tracing::warn!(topic = %route.source_topic, partition = route.partition, %error,
+                        "the target refused source offsets {first}..={last} as too large; sending them as two batches");
+                    let Some(Slot::Batch(whole)) = self.slots.pop_front() else {
+                        unreachable!("the front is a batch");
+                    };
+                    self.buffered -= whole.outgoing.batch.size();
+                    // The halves take the whole's sequence range: the head its first sequence,
+                    // the tail the one after the head's records.
+                    let head_sequence = whole.sequence;
+                    let tail_sequence = head_sequence.map(|s| add_sequence(s, head.batch.records_count()));
+                    for (outgoing, sequence) in [(tail, tail_sequence), (head, head_sequence)] {
+                        self.buffered += outgoing.batch.size();
+                        self.slots.push_front(Slot::Batch(Batch {
+                            outgoing,
+                            sequence,
+                            request: None,
+                            first_sent: whole.first_sent,
+                        }));
+                    }
+                    self.resume_at = Some(now);
+                    Settled::ResendAt(now)
+                }
+                Ok(None) => Settled::Stop(refused(error)),
+                Err(wire) => Settled::Stop(MirrorError::Batch {
+                    topic: route.source_topic.to_string(),
+                    partition: route.partition,
+                    offset: first,
+                    error: wire,
+                }),
+            },
+            Remedy::Rehome => {
+                let at = now + self.backoff.next_delay();
+                self.resume_at = Some(at);
+                Settled::Rehome(at)
+            }
+            Remedy::NewProducerId => {
+                let at = now + self.backoff.next_delay();
+                self.resume_at = Some(at);
+                self.needs_identity = true;
+                match self.identity {
+                    Some(identity) => Settled::NewProducerId(identity, at),
+                    None => Settled::ResendAt(at),
+                }
+            }
+            Remedy::Resend => {
+                let at = now + self.backoff.next_delay();
+                self.resume_at = Some(at);
+                Settled::ResendAt(at)
+            }
+        }
+    }
+
+    /// Whether the front batch has waited past `timeout` since it was first sent; true once
+    /// per overdue stretch, so that it is reported once.
+    pub(crate) fn newly_overdue(&mut self, now: Instant, timeout: Duration) -> bool {
+        let Some(Slot::Batch(front)) = self.slots.front() else {
+            return false;
+        };
+        let overdue = front
+            .first_sent
+            .is_some_and(|at| now.saturating_duration_since(at) >= timeout);
+        overdue && !std::mem::replace(&mut self.overdue, true)
+    }
+
+    /// The source offsets of the front batch, for messages.
+    pub(crate) fn front_offsets(&self) -> Option<(i64, i64)> {
+        match self.slots.front() {
+            Some(Slot::Batch(b)) => Some((b.outgoing.source_first(), b.outgoing.source_last)),
+            _ => None,
+        }
+    }
+
+    /// Copies the queued batches out of the fetch responses they are slices of (see
+    /// [`Outgoing::detach`]), charging each copy with `charge`.
+    fn detach(&mut self, mut charge: impl FnMut(usize) -> crate::budget::Charge) {
+        for slot in &mut self.slots {
+            if let Slot::Batch(batch) = slot {
+                if batch.outgoing.charge.bytes() > batch.outgoing.batch.size() {
+                    batch.outgoing.detach(&mut charge);
+                }
+            }
+        }
+    }
+}
+
+/// `sequence + records`, wrapping at 2^31 like the broker's (ProducerAppendInfo).
+pub(crate) fn add_sequence(sequence: i32, records: i32) -> i32 {
+    ((i64::from(sequence) + i64::from(records)) % (1 << 31)) as i32
+}
+
+/// A partition's queue, shared by its cursor (which pushes) and the producer of its target
+/// leader (which sends and takes the answers).
+#[derive(Debug)]
+pub(crate) struct PartitionQueue {
+    /// The partition, on both clusters.
+    pub route: Route,
+    state: Mutex<QueueState>,
+    /// Bytes held; past `cap` the cursor pauses the partition.
+    buffered: AtomicUsize,
+    cap: usize,
+    failing: AtomicBool,
+    stopped: AtomicBool,
+    /// Whether its cursor paused fetching; then room in the queue is signalled on `resume`.
+    paused: AtomicBool,
+    resume: Arc<Notify>,
+    /// The producer that sends this partition now (none while it moves).
+    producer: Mutex<Option<Arc<ReadyQueues>>>,
+    /// Whether the queue is on its producer's ready list.
+    pub(crate) in_ready: AtomicBool,
+    progress: Arc<PartitionProgress>,
+    stats: Arc<PartitionStats>,
+    syncs: Option<Arc<OffsetSyncs>>,
+    budget: Arc<Budget>,
+}
+
+impl PartitionQueue {
+    /// The queue of `route`, pausing its fetching past `cap` bytes and signalling `resume` when a
+    /// paused partition has room again.
+    pub(crate) fn new(
+        route: Route,
+        cap: usize,
+        progress: Arc<PartitionProgress>,
+        stats: Arc<PartitionStats>,
+        syncs: Option<Arc<OffsetSyncs>>,
+        budget: Arc<Budget>,
+        resume: Arc<Notify>,
+    ) -> Arc<PartitionQueue> {
+        Arc::new(PartitionQueue {
+            route,
+            state: Mutex::new(QueueState::default()),
+            buffered: AtomicUsize::new(0),
+            cap,
+            failing: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
+            resume,
+            producer: Mutex::new(None),
+            in_ready: AtomicBool::new(false),
+            progress,
+            stats,
+            syncs,
+            budget,
+        })
+    }
+
+    /// The partition's stats.
+    pub(crate) fn stats(&self) -> &Arc<PartitionStats> {
+        &self.stats
+    }
+
+    /// The budget the queue's batches are charged to.
+    pub(crate) fn budget(&self) -> &Arc<Budget> {
+        &self.budget
+    }
+
+    /// Whether the cursor may fetch more for the partition: it is not stopped, its target does
+    /// not fail, and it holds less than its cap.
+    pub(crate) fn accepts_more(&self) -> bool {
+        !self.stopped.load(Ordering::Acquire)
+            && !self.failing.load(Ordering::Acquire)
+            && self.buffered.load(Ordering::Acquire) < self.cap
+    }
+
+    /// Whether a paused partition may fetch again: as [`accepts_more`](Self::accepts_more), with
+    /// half its cap free, so that it does not flap.
+    pub(crate) fn resumes(&self) -> bool {
+        !self.stopped.load(Ordering::Acquire)
+            && !self.failing.load(Ordering::Acquire)
+            && self.buffered.load(Ordering::Acquire) <= self.cap / 2
+    }
+
+    /// Whether the partition stopped.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    /// Runs `f` on the state and keeps the shared flags up to date; tells the fetchers when a
+    /// paused partition has room again.
+    fn with_state<R>(&self, f: impl FnOnce(&mut QueueState) -> R) -> R {
+        let mut state = self.state.lock().expect("queue lock");
+        let result = f(&mut state);
+        self.buffered.store(state.buffered(), Ordering::Release);
+        self.failing.store(state.is_failing(), Ordering::Release);
+        drop(state);
+        if self.paused.load(Ordering::Acquire) && self.resumes() {
+            self.resume.notify_waiters();
+        }
+        result
+    }
+
+    /// Its cursor paused (or resumed) fetching it.
+    pub(crate) fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Release);
+    }
+
+    /// Appends what the cursor fetched, records what needs no acknowledgement, and wakes the
+    /// producer. Returns why the partition stops, if it does now.
+    pub(crate) fn push(self: &Arc<Self>, entries: Vec<Entry>) -> Option<MirrorError> {
+        let stop = self.with_state(|state| {
+            let recorded = state.push(entries);
+            self.record(recorded)
+        });
+        if stop.is_some() {
+            self.stopped.store(true, Ordering::Release);
+        }
+        self.wake();
+        stop
+    }
+
+    /// Records an acknowledgement (or skipped offsets): progress, stats and offset syncs.
+    /// Called with the state locked, so that positions are recorded in order.
+    pub(crate) fn record(&self, recorded: Recorded) -> Option<MirrorError> {
+        if let Some((outgoing, base_offset)) = &recorded.acknowledged {
+            let batch = &outgoing.batch;
+            self.stats
+                .record_acknowledged(batch.records_count() as u64, batch.size() as u64, batch.max_timestamp());
+            if let Some(syncs) = &self.syncs {
+                for mapping in outgoing.mappings(&self.route.source_topic, self.route.partition, *base_offset) {
+                    syncs.record(&mapping);
+                }
+            }
+        }
+        if let Some(last) = recorded.progress {
+            self.progress.record(last);
+            self.stats.record_position(last + 1);
+        }
+        recorded.stop
+    }
+
+    /// Marks the partition stopped.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+    }
+
+    /// The producer now sending this partition (`None` while it moves).
+    pub(crate) fn attach(&self, producer: Option<Arc<ReadyQueues>>) {
+        *self.producer.lock().expect("queue lock") = producer;
+    }
+
+    /// Puts the queue on its producer's ready list, if it is not there.
+    pub(crate) fn wake(self: &Arc<Self>) {
+        let producer = self.producer.lock().expect("queue lock").clone();
+        if let Some(producer) = producer {
+            if !self.in_ready.swap(true, Ordering::AcqRel) {
+                producer.push(self.clone());
+            }
+        }
+    }
+
+    /// A batch of it failed with `error`.
+    pub(crate) fn failed(&self, request: u64, error: Error) {
+        self.with_state(|state| {
+            let message = error.to_string();
+            if state.failed(request, error) {
+                let (first, last) = state.front_offsets().unwrap_or_default();
+                tracing::warn!(topic = %self.route.source_topic, partition = self.route.partition,
+                    "producing source offsets {first}..={last} failed: {message}; sending again in order");
+            }
+        });
+    }
+
+    /// Once a failure's answers are all in: what it asks of the producer. Reports a batch not
+    /// acknowledged within `delivery_timeout` (once per stretch).
+    pub(crate) fn settle(&self, now: Instant, delivery_timeout: Duration) -> Settled {
+        self.with_state(|state| {
+            let settled = state.settle(now, &self.route, |bytes| self.budget.charge(bytes));
+            if !matches!(settled, Settled::Waiting) && state.newly_overdue(now, delivery_timeout) {
+                let (first, last) = state.front_offsets().unwrap_or_default();
+                let why = format!(
+                    "source offsets {first}..={last} not acknowledged by the target within delivery.timeout.ms ({} ms): {}; still retrying",
+                    delivery_timeout.as_millis(),
+                    state.failure().map_or_else(String::new, ToString::to_string)
+                );
+                tracing::error!(topic = %self.route.source_topic, partition = self.route.partition, "{why}");
+                self.stats.failing(Some(why));
+            }
+            settled
+        })
+    }
+
+    /// The next batch to send (see [`QueueState::next_batch`]).
+    pub(crate) fn next_batch(&self, now: Instant, request: u64, current: ProducerIdAndEpoch, room: usize) -> Next {
+        self.with_state(|state| state.next_batch(now, request, current, room))
+    }
+
+    /// A batch of it was acknowledged: the failure (if any) is over.
+    pub(crate) fn acknowledged(&self, request: u64, base_offset: i64, now: Instant) -> Option<MirrorError> {
+        self.with_state(|state| {
+            let was_failing = state.is_failing();
+            let recorded = state.acknowledged(request, base_offset, now);
+            if recorded.acknowledged.is_some() && was_failing {
+                tracing::info!(topic = %self.route.source_topic, partition = self.route.partition,
+                    "the target acknowledges the partition's batches again");
+            }
+            let stop = self.record(recorded);
+            if stop.is_some() {
+                self.stopped.store(true, Ordering::Release);
+            }
+            stop
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strait_client::kafka_protocol::error::ResponseError;
+    use strait_wire::RecordBatch;
+
+    use super::*;
+    use crate::outgoing::tests::{batch_at, outgoing};
+
+    const ID: ProducerIdAndEpoch = ProducerIdAndEpoch {
+        producer_id: 7,
+        producer_epoch: 0,
+    };
+
+    fn route() -> Route {
+        Route::new("t", "src.t", 0)
+    }
+
+    /// A queue holding batches of 10 records at source offsets 0, 10, 20, …
+    fn queue_of(batches: usize, budget: &Arc<Budget>) -> QueueState {
+        let mut state = QueueState::default();
+        let entries = (0..batches).map(|i| Entry::Forward(outgoing(batch_at(i as i64 * 10, 10), budget)));
+        assert!(state.push(entries).progress.is_none());
+        state
+    }
+
+    /// Sends the next batch in `request`: its (producer id, base sequence, source base offset).
+    fn send(state: &mut QueueState, now: Instant, request: u64, current: ProducerIdAndEpoch) -> Option<(i64, i32)> {
+        match state.next_batch(now, request, current, usize::MAX) {
+            Next::Batch(sendable) => {
+                let batch = RecordBatch::new(sendable.parts.concat().into()).unwrap();
+                assert_eq!(batch.size(), sendable.size);
+                Some((batch.producer_id(), batch.base_sequence()))
+            }
+            _ => None,
+        }
+    }
+
+    fn error(code: ResponseError) -> Error {
+        Error::kafka(code, "Produce src.t-0")
+    }
+
+    #[test]
+    fn the_first_batch_goes_alone_until_the_producer_id_is_acknowledged_then_five_go() {
+        let budget = Budget::new(1 << 20);
+        let mut state = queue_of(8, &budget);
+        let now = Instant::now();
+        assert_eq!(send(&mut state, now, 1, ID), Some((7, 0)));
+        assert_eq!(send(&mut state, now, 2, ID), None, "one batch while the id is unknown");
+        let recorded = state.acknowledged(1, 500, now);
+        assert_eq!(recorded.progress, Some(9));
+        assert_eq!(
+            recorded.acknowledged.map(|(o, base)| (o.source_first(), base)),
+            Some((0, 500))
+        );
+        let sequences: Vec<_> = (2..9).map_while(|r| send(&mut state, now, r, ID)).collect();
+        assert_eq!(
+            sequences,
+            vec![(7, 10), (7, 20), (7, 30), (7, 40), (7, 50)],
+            "five in flight"
+        );
+        // A minute without an acknowledgement: the target may have forgotten the id.
+        let later = now + Duration::from_secs(61);
+        for request in 2..7 {
+            state.acknowledged(request, 0, now);
+        }
+        assert_eq!(state.buffered(), batch_at(0, 10).size() * 2);
+        assert_eq!(send(&mut state, later, 10, ID), Some((7, 60)));
+        assert_eq!(send(&mut state, later, 11, ID), None);
+    }
+
+    #[test]
+    fn offsets_that_need_no_forwarding_are_recorded_once_everything_before_is_acknowledged() {
+        let budget = Budget::new(1 << 20);
+        let mut state = QueueState::default();
+        let recorded = state.push([
+            Entry::Forward(outgoing(batch_at(0, 10), &budget)),
+            Entry::Skip { last: 14 },
+            Entry::Forward(outgoing(batch_at(15, 5), &budget)),
+        ]);
+        assert!(recorded.progress.is_none(), "a batch is ahead of the skipped offsets");
+        let now = Instant::now();
+        send(&mut state, now, 1, ID);
+        assert_eq!(state.acknowledged(1, 0, now).progress, Some(14));
+        send(&mut state, now, 2, ID);
+        assert_eq!(state.acknowledged(2, 10, now).progress, Some(19));
+        assert_eq!(
+            state.push([Entry::Skip { last: 30 }]).progress,
+            Some(30),
+            "nothing ahead"
+        );
+    }
+
+    #[test]
+    fn a_failed_first_batch_waits_for_the_answers_behind_it_then_all_go_again_in_order_with_their_sequences() {
+        let budget = Budget::new(1 << 20);
+        let mut state = queue_of(4, &budget);
+        let now = Instant::now();
+        send(&mut state, now, 1, ID);
+        state.acknowledged(1, 0, now);
+        for request in 2..5 {
+            send(&mut state, now, request, ID);
+        }
+        assert!(state.failed(2, error(ResponseError::NotEnoughReplicas)));
+        assert!(state.is_failing());
+        assert!(matches!(
+            state.settle(now, &route(), |b| budget.charge(b)),
+            Settled::Waiting
+        ));
+        assert!(
+            !state.failed(3, error(ResponseError::OutOfOrderSequenceNumber)),
+            "behind the first"
+        );
+        assert!(
+            state.acknowledged(4, 99, now).acknowledged.is_none(),
+            "behind a failed batch"
+        );
+        let Settled::ResendAt(at) = state.settle(now, &route(), |b| budget.charge(b)) else {
+            panic!("a retriable error is resent after a backoff");
+        };
+        assert!(at > now);
+        assert!(matches!(state.next_batch(now, 5, ID, usize::MAX), Next::At(t) if t == at));
+        let again: Vec<_> = (5..9).map_while(|r| send(&mut state, at, r, ID)).collect();
+        assert_eq!(again, vec![(7, 10), (7, 20), (7, 30)], "the same sequences, in order");
+        let recorded = state.acknowledged(5, 10, at);
+        assert_eq!(recorded.progress, Some(19));
+        assert!(!state.is_failing());
+    }
+
+    #[test]
+    fn a_sequence_error_takes_a_new_producer_id_and_numbers_the_batches_from_zero() {
+        let budget = Budget::new(1 << 20);
+        let mut state = queue_of(3, &budget);
+        let now = Instant::now();
+        send(&mut state, now, 1, ID);
+        state.acknowledged(1, 0, now);
+        send(&mut state, now, 2, ID);
+        state.failed(2, error(ResponseError::OutOfOrderSequenceNumber));
+        let Settled::NewProducerId(stale, at) = state.settle(now, &route(), |b| budget.charge(b)) else {
+            panic!("a sequence error asks for a new producer id");
+        };
+        assert_eq!(stale, ID);
+        assert!(matches!(state.next_batch(at, 3, ID, usize::MAX), Next::NewProducerId(id) if id == ID));
+        let fresh = ProducerIdAndEpoch {
+            producer_id: 8,
+            producer_epoch: 0,
+        };
+        assert_eq!(send(&mut state, at, 3, fresh), Some((8, 0)), "from sequence 0");
+        assert_eq!(
+            send(&mut state, at, 4, fresh),
+            None,
+            "alone: the target does not know the id yet"
+        );
+        state.acknowledged(3, 0, at);
+        assert_eq!(send(&mut state, at, 4, fresh), Some((8, 10)));
+    }
+
+    #[test]
+    fn a_batch_too_large_goes_again_as_two_halves_with_its_sequence_range() {
+        let budget = Budget::new(1 << 20);
+        let mut state = queue_of(2, &budget);
+        let now = Instant::now();
+        send(&mut state, now, 1, ID);
+        state.acknowledged(1, 0, now);
+        send(&mut state, now, 2, ID); // Source offsets 10..=19, sequences 10..=19.
+        state.failed(2, error(ResponseError::MessageTooLarge));
+        assert!(matches!(
+            state.settle(now, &route(), |b| budget.charge(b)),
+            Settled::ResendAt(_)
+        ));
+        assert_eq!(state.front_offsets(), Some((10, 14)));
+        assert_eq!(send(&mut state, now, 3, ID), Some((7, 10)));
+        assert_eq!(
+            send(&mut state, now, 4, ID),
+            Some((7, 15)),
+            "the tail follows the head's records"
+        );
+        assert_eq!(state.acknowledged(3, 5, now).progress, Some(14));
+        assert_eq!(state.acknowledged(4, 10, now).progress, Some(19));
+    }
+
+    #[test]
+    fn a_refused_batch_stops_the_partition_naming_its_offsets_and_the_code() {
+        let budget = Budget::new(1 << 20);
+        let mut state = queue_of(2, &budget);
+        let now = Instant::now();
+        send(&mut state, now, 1, ID);
+        state.failed(1, error(ResponseError::InvalidRecord));
+        let Settled::Stop(error) = state.settle(now, &route(), |b| budget.charge(b)) else {
+            panic!("INVALID_RECORD is for good");
+        };
+        assert_eq!(
+            error.to_string(),
+            "t-0: the target refused the batch of source offsets 0..=9: Produce src.t-0: INVALID_RECORD (87)"
+        );
+    }
+
+    #[test]
+    fn a_leader_that_moved_sends_the_partition_to_its_new_leader() {
+        let budget = Budget::new(1 << 20);
+        let mut state = queue_of(1, &budget);
+        let now = Instant::now();
+        send(&mut state, now, 1, ID);
+        state.failed(1, error(ResponseError::NotLeaderOrFollower));
+        assert!(matches!(
+            state.settle(now, &route(), |b| budget.charge(b)),
+            Settled::Rehome(_)
+        ));
+    }
+
+    #[test]
+    fn a_stop_waits_for_the_batches_before_it() {
+        let budget = Budget::new(1 << 20);
+        let mut state = QueueState::default();
+        let stop = MirrorError::Batch {
+            topic: "t".into(),
+            partition: 0,
+            offset: 10,
+            error: strait_wire::WireError::UnsupportedMagic {
+                base_offset: 10,
+                magic: 1,
+            },
+        };
+        let recorded = state.push([Entry::Forward(outgoing(batch_at(0, 10), &budget)), Entry::Stop(stop)]);
+        assert!(recorded.stop.is_none());
+        let now = Instant::now();
+        send(&mut state, now, 1, ID);
+        assert_eq!(send(&mut state, now, 2, ID), None);
+        let recorded = state.acknowledged(1, 0, now);
+        assert_eq!(recorded.progress, Some(9));
+        assert!(recorded.stop.is_some(), "the stop is at the front now");
+    }
+
+    #[test]
+    fn a_batch_that_does_not_fit_the_request_waits_for_the_next() {
+        let budget = Budget::new(1 << 20);
+        let mut state = queue_of(1, &budget);
+        let size = batch_at(0, 10).size();
+        assert!(matches!(
+            state.next_batch(Instant::now(), 1, ID, size - 1),
+            Next::NoRoom
+        ));
+        assert!(matches!(state.next_batch(Instant::now(), 1, ID, size), Next::Batch(_)));
+    }
+
+    #[test]
+    fn a_batch_not_acknowledged_within_the_delivery_timeout_is_reported_once() {
+        let budget = Budget::new(1 << 20);
+        let mut state = queue_of(1, &budget);
+        let now = Instant::now();
+        send(&mut state, now, 1, ID);
+        let timeout = Duration::from_secs(120);
+        assert!(!state.newly_overdue(now + Duration::from_secs(119), timeout));
+        assert!(state.newly_overdue(now + timeout, timeout));
+        assert!(!state.newly_overdue(now + timeout * 2, timeout), "once");
+        state.acknowledged(1, 0, now);
+        assert!(!state.newly_overdue(now + timeout * 3, timeout));
+    }
+
+    #[test]
+    fn batches_failing_again_no_longer_hold_the_response_they_came_in() {
+        let budget = Budget::new(1 << 20);
+        let response = Arc::new(budget.charge(100_000));
+        let mut state = QueueState::default();
+        let batch = batch_at(0, 10);
+        state.push([Entry::Forward(Outgoing {
+            source_last: 9,
+            source_offsets: None,
+            charge: response.clone(),
+            batch,
+        })]);
+        drop(response);
+        let mut now = Instant::now();
+        for request in 1..=2 {
+            send(&mut state, now, request, ID);
+            state.failed(request, error(ResponseError::NotEnoughReplicas));
+            let Settled::ResendAt(at) = state.settle(now, &route(), |b| budget.charge(b)) else {
+                panic!("resent");
+            };
+            now = at;
+        }
+        assert_eq!(budget.used(), batch_at(0, 10).size(), "the copy alone is held");
+    }
+
+    #[test]
+    fn sequences_wrap_like_the_brokers() {
+        assert_eq!(add_sequence(5, 10), 15);
+        assert_eq!(add_sequence(i32::MAX - 1, 3), 1);
+    }
+}

@@ -1,0 +1,167 @@
+//! One source partition's cursor (franz-go's `cursor`): where the partition is fetched from next,
+//! and what a fetched partition's data turns into for its queue: batches to forward, offsets that
+//! need no forwarding, or a stop. No I/O; tested with batches alone.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use strait_client::{FetchPosition, FetchedPartition, PartitionKey};
+use strait_wire::{rebuild_batch, AbortedTransactionFilter, BatchVerdict, RecordBatches};
+
+use crate::budget::Charge;
+use crate::data_path::Route;
+use crate::outgoing::Outgoing;
+use crate::sink::queue::{Entry, PartitionQueue};
+use crate::MirrorError;
+
+/// How often a batch that fails its CRC check is fetched again before the partition stops: a
+/// batch damaged on the way comes back intact, one damaged in the source log does not.
+pub(crate) const CORRUPT_REFETCHES: u32 = 3;
+
+/// A source partition being fetched.
+#[derive(Debug)]
+pub(crate) struct Cursor {
+    /// The partition on both clusters.
+    pub route: Route,
+    /// The next offset to fetch.
+    pub position: i64,
+    /// Where fetched batches go.
+    pub queue: Arc<PartitionQueue>,
+    /// Refetches of a damaged batch so far.
+    corrupt_refetches: u32,
+    /// KIP-392: a replica to fetch from instead of the leader, until the lease ends.
+    pub preferred: Option<(i32, Instant)>,
+}
+
+/// What a fetched partition's data gave.
+#[derive(Debug)]
+pub(crate) enum Taken {
+    /// Entries for the queue (possibly none); the position moved past them.
+    Entries(Vec<Entry>),
+    /// A batch failed its CRC check: the entries before it, then fetch it again.
+    Refetch(Vec<Entry>),
+    /// The entries before a batch that cannot be forwarded, then a stop there.
+    Stop(Vec<Entry>),
+}
+
+impl Cursor {
+    /// A cursor of `route` at `position`, feeding `queue`.
+    pub(crate) fn new(route: Route, position: i64, queue: Arc<PartitionQueue>) -> Cursor {
+        Cursor {
+            route,
+            position,
+            queue,
+            corrupt_refetches: 0,
+            preferred: None,
+        }
+    }
+
+    /// The partition as the fetch session knows it.
+    pub(crate) fn key(&self) -> PartitionKey {
+        (self.route.source_key.clone(), self.route.partition)
+    }
+
+    /// Where to fetch from next, with `partition_max_bytes`.
+    pub(crate) fn fetch_position(&self, partition_max_bytes: i32) -> FetchPosition {
+        FetchPosition {
+            fetch_offset: self.position,
+            partition_max_bytes,
+        }
+    }
+
+    /// Turns the partition's data (without error) into queue entries: control batches,
+    /// aborted transactions (under read_committed) and empty batches become offsets to skip;
+    /// compacted batches and a position inside a batch take the slow path; every other batch is
+    /// forwarded as the slice of the response it is, holding `charge`.
+    /// `on_corrupt` is called for each batch that fails its CRC check.
+    pub(crate) fn take(
+        &mut self,
+        data: FetchedPartition,
+        charge: &Arc<Charge>,
+        read_committed: bool,
+        mut on_corrupt: impl FnMut(),
+    ) -> Taken {
+        let stats = self.queue.stats().clone();
+        stats.record_source_end(data.high_watermark);
+        let mut filter = AbortedTransactionFilter::new(data.aborted_transactions);
+        let mut entries = Vec::new();
+        let batch_error = |offset, error| MirrorError::Batch {
+            topic: self.route.source_topic.clone(),
+            partition: self.route.partition,
+            offset,
+            error,
+        };
+        for batch in RecordBatches::new(data.records) {
+            let batch = match batch {
+                Ok(batch) => batch,
+                Err(error) => {
+                    entries.push(Entry::Stop(batch_error(self.position, error)));
+                    return Taken::Stop(entries);
+                }
+            };
+            if batch.next_offset() <= self.position {
+                continue; // Already mirrored: a fetch starts at the batch holding the position.
+            }
+            if let Err(error) = batch.verify_crc() {
+                on_corrupt();
+                let error = batch_error(batch.base_offset(), error);
+                if self.corrupt_refetches == CORRUPT_REFETCHES {
+                    entries.push(Entry::Stop(error));
+                    return Taken::Stop(entries);
+                }
+                self.corrupt_refetches += 1;
+                tracing::warn!(%error, attempt = self.corrupt_refetches, "fetching the batch again");
+                return Taken::Refetch(entries);
+            }
+            self.corrupt_refetches = 0;
+            // An undefined codec (bits 5-7) would be forwarded as is; refuse it here, by name.
+            if let Err(error) = batch.compression() {
+                entries.push(Entry::Stop(batch_error(batch.base_offset(), error)));
+                return Taken::Stop(entries);
+            }
+            stats.record_polled(batch.last_offset(), batch.first_timestamp(), batch.max_timestamp());
+            let verdict = if read_committed {
+                filter.check(&batch)
+            } else {
+                BatchVerdict::Forward
+            };
+            let entry = if verdict != BatchVerdict::Forward || batch.is_control() || batch.records_count() == 0 {
+                Entry::Skip {
+                    last: batch.last_offset(),
+                }
+            } else if batch.is_compacted() || batch.base_offset() < self.position {
+                // The slow path: decompress, keep the records at or after the position,
+                // renumber, compress again. The new batch holds memory of its own.
+                match rebuild_batch(&batch, self.position) {
+                    Ok(Some(rebuilt)) => Entry::Forward(Outgoing {
+                        charge: Arc::new(self.queue.budget().charge(rebuilt.batch.size())),
+                        batch: rebuilt.batch,
+                        source_last: batch.last_offset(),
+                        source_offsets: Some(rebuilt.source_offsets),
+                    }),
+                    Ok(None) => Entry::Skip {
+                        last: batch.last_offset(),
+                    },
+                    Err(error) => {
+                        entries.push(Entry::Stop(batch_error(self.position, error)));
+                        return Taken::Stop(entries);
+                    }
+                }
+            } else {
+                Entry::Forward(Outgoing {
+                    source_last: batch.last_offset(),
+                    source_offsets: None,
+                    charge: charge.clone(),
+                    batch,
+                })
+            };
+            self.position = match &entry {
+                Entry::Forward(outgoing) => outgoing.source_last + 1,
+                Entry::Skip { last } => last + 1,
+                Entry::Stop(_) => self.position,
+            };
+            entries.push(entry);
+        }
+        Taken::Entries(entries)
+    }
+}
