@@ -161,14 +161,26 @@ pub fn start_mirror(properties: &str) -> strait_mirror::FlowHandle {
 
 /// Starts the flow `from->to` of `properties` (enabled, or heartbeats only) in this process.
 pub fn start_flow(properties: &str, from: &str, to: &str) -> strait_mirror::FlowHandle {
+    start_flow_in_process(properties, from, to).0
+}
+
+/// As [`start_mirror`], with the process settings (the byte budget) it runs in.
+pub fn start_mirror_in_process(properties: &str) -> (strait_mirror::FlowHandle, strait_mirror::Process) {
+    start_flow_in_process(properties, "source", "target")
+}
+
+fn start_flow_in_process(
+    properties: &str,
+    from: &str,
+    to: &str,
+) -> (strait_mirror::FlowHandle, strait_mirror::Process) {
     let config = strait_config::Mm2Config::parse(properties).expect("a valid mm2.properties");
-    strait_mirror::run_flow(
-        config
-            .flow(from, to)
-            .unwrap_or_else(|| panic!("the {from}->{to} flow"))
-            .clone(),
-        &strait_mirror::Process::new(&config),
-    )
+    let process = strait_mirror::Process::new(&config);
+    let flow = config
+        .flow(from, to)
+        .unwrap_or_else(|| panic!("the {from}->{to} flow"))
+        .clone();
+    (strait_mirror::run_flow(flow, &process), process)
 }
 
 /// Waits (at most [`WAIT`]) until `condition` holds, checking every 200 ms.
@@ -388,4 +400,24 @@ pub async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
         .await
         .ok()
         .flatten()
+}
+
+/// The sum of the samples of metric `name` in Prometheus text whose labels contain every
+/// `labels` fragment.
+pub fn metric(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    let values: Vec<f64> = text
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter(|line| line.split(['{', ' ']).next() == Some(name))
+        .filter(|line| labels.iter().all(|l| line.contains(l)))
+        .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+/// `/metrics` of a `strait run` serving HTTP on `port`.
+pub async fn scrape(port: u16) -> String {
+    let (code, body) = http_get(port, "/metrics").await.expect("/metrics answers");
+    assert_eq!(code, 200, "{body}");
+    body
 }

@@ -13,7 +13,7 @@ use crate::mirror::{check_numbered, write_numbered, write_numbered_from};
 
 /// A cluster that is reached only through a fault proxy: it advertises the proxy's port, so
 /// every connection a client opens after bootstrap goes through the proxy too.
-async fn proxied_cluster(name: &'static str) -> (KafkaCluster, FaultProxy, String) {
+pub(crate) async fn proxied_cluster(name: &'static str) -> (KafkaCluster, FaultProxy, String) {
     let proxy = FaultProxy::start().await;
     let advertised = format!("PLAINTEXT://127.0.0.1:{}", proxy.port());
     let cluster = tokio::task::spawn_blocking(move || {

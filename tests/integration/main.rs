@@ -4,6 +4,7 @@
 mod client;
 
 mod checkpoints;
+mod data_path;
 mod faults;
 mod mirror;
 mod operations;

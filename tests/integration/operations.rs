@@ -9,24 +9,6 @@ use strait_tests::*;
 
 use crate::mirror::{check_numbered, write_numbered};
 
-/// The sum of the samples of metric `name` whose labels contain every `labels` fragment.
-fn metric(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
-    let values: Vec<f64> = text
-        .lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter(|line| line.split(['{', ' ']).next() == Some(name))
-        .filter(|line| labels.iter().all(|l| line.contains(l)))
-        .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
-        .collect();
-    (!values.is_empty()).then(|| values.iter().sum())
-}
-
-async fn scrape(port: u16) -> String {
-    let (code, body) = http_get(port, "/metrics").await.expect("/metrics answers");
-    assert_eq!(code, 200, "{body}");
-    body
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_status_and_health_of_a_running_mirror() {
     let clusters = clusters();

@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+use crate::metrics::PrometheusText;
+
 /// The process-wide byte budget.
 #[derive(Debug)]
 pub struct Budget {
@@ -52,6 +54,29 @@ impl Budget {
     /// The most bytes ever reserved or held at once.
     pub fn high_water(&self) -> usize {
         self.state.lock().expect("budget lock").high_water
+    }
+
+    /// Appends the budget's gauges in Prometheus text format.
+    pub fn write_prometheus(&self, out: &mut PrometheusText) {
+        let state = self.state.lock().expect("budget lock");
+        out.gauge(
+            "strait_buffer_bytes",
+            "Bytes fetched (or reserved for a fetch) and not yet acknowledged by the target, for the whole process.",
+            &[],
+            state.used as f64,
+        );
+        out.gauge(
+            "strait_buffer_bytes_max",
+            "The most bytes ever fetched and not yet acknowledged at once (high-water mark).",
+            &[],
+            state.high_water as f64,
+        );
+        out.gauge(
+            "strait_buffer_limit_bytes",
+            "strait.buffer.memory: the limit of fetched, unacknowledged bytes (passed by at most one batch per response).",
+            &[],
+            self.limit as f64,
+        );
     }
 
     /// What one fetcher may reserve at once: an equal share of the budget, so that every source
@@ -231,6 +256,20 @@ mod tests {
         assert_eq!((budget.used(), budget.high_water()), (1200, 1200));
         drop(charge);
         assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn the_gauges_show_use_high_water_and_limit() {
+        let budget = Budget::new(1000);
+        let charge = budget.charge(300);
+        drop(budget.charge(500));
+        let mut text = PrometheusText::default();
+        budget.write_prometheus(&mut text);
+        let text = text.finish();
+        assert!(text.contains("strait_buffer_bytes 300\n"), "{text}");
+        assert!(text.contains("strait_buffer_bytes_max 800\n"));
+        assert!(text.contains("strait_buffer_limit_bytes 1000\n"));
+        drop(charge);
     }
 
     #[test]

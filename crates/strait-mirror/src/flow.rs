@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use strait_client::{ClusterMetadata, FetchParams, KafkaClient, NewTopic, TopicMetadata};
+use strait_client::{Backoff, ClusterMetadata, FetchParams, KafkaClient, NewTopic, TopicMetadata};
 use strait_config::{AutoOffsetReset, ClientRole, FlowConfig, IsolationLevel, OffsetSyncsTopicLocation};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -120,18 +120,18 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, MirrorError>>,
 {
-    let mut delay = Duration::from_secs(1);
+    let mut backoff = Backoff::new(Duration::from_secs(1), START_UP_MAX_BACKOFF);
     loop {
         match step().await {
             Ok(value) => return Ok(Some(value)),
             Err(error) if error.is_retriable() => {
+                let delay = backoff.next_delay();
                 tracing::warn!(flow = %flow.name(), %error, "flow cannot start yet; retrying in {delay:?}");
                 stats.set_state(FlowState::Starting, Some(error.to_string()));
                 tokio::select! {
                     _ = tokio::time::sleep(delay) => {}
                     _ = shutdown.changed() => return Ok(None),
                 }
-                delay = (delay * 2).min(START_UP_MAX_BACKOFF);
             }
             Err(error) => return Err(error),
         }
@@ -215,6 +215,9 @@ async fn data_loop(
         return Ok(());
     };
     let (source, target_brokers) = (setup.source, setup.target_brokers);
+    // Metadata, offsets, internal topics, config and ACL sync: the clients' shared connections.
+    stats.count_connections(&flow.source.alias, "admin", source.config().connection.counter.clone());
+    stats.count_connections(&flow.target.alias, "admin", target.config().connection.counter.clone());
     let progress = Arc::new(setup.progress);
     let syncs = setup.syncs.map(Arc::new);
     let config_sync = tokio::spawn(config_sync_loop(

@@ -11,6 +11,8 @@
 //! kills it as soon as its standard input closes, which the kernel does when our process ends
 //! for any reason (normal exit, panic, Ctrl-C or SIGKILL). Data folders are removed the same way.
 //!
+//! [`tcp_connections`] counts the TCP connections of a process, as the operating system sees them.
+//!
 //! The kit is synchronous (std only) so that one pair of clusters can be shared by tests that
 //! each run on their own async runtime.
 
@@ -18,11 +20,13 @@ mod cluster;
 mod dist;
 mod error;
 mod guard;
+mod sockets;
 
 pub use cluster::{ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
 pub use dist::{kafka_version, KafkaDist};
 pub use error::Error;
 pub use guard::ScratchDir;
+pub use sockets::tcp_connections;
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use strait_mirror::{PrometheusText, Stats};
+use strait_mirror::{Budget, PrometheusText, Stats};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -15,13 +15,13 @@ const MAX_REQUEST: usize = 8 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Serves the endpoint on `listener` for as long as the task runs.
-pub async fn serve(listener: TcpListener, flows: Arc<Vec<Arc<Stats>>>) {
+pub async fn serve(listener: TcpListener, flows: Arc<Vec<Arc<Stats>>>, budget: Arc<Budget>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                let flows = flows.clone();
+                let (flows, budget) = (flows.clone(), budget.clone());
                 tokio::spawn(async move {
-                    if let Err(error) = respond(stream, &flows).await {
+                    if let Err(error) = respond(stream, &flows, &budget).await {
                         tracing::debug!(%error, "HTTP request failed");
                     }
                 });
@@ -34,7 +34,7 @@ pub async fn serve(listener: TcpListener, flows: Arc<Vec<Arc<Stats>>>) {
     }
 }
 
-async fn respond(mut stream: TcpStream, flows: &[Arc<Stats>]) -> std::io::Result<()> {
+async fn respond(mut stream: TcpStream, flows: &[Arc<Stats>], budget: &Budget) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(512);
     let read = async {
         let mut buffer = [0u8; 1024];
@@ -57,6 +57,7 @@ async fn respond(mut stream: TcpStream, flows: &[Arc<Stats>]) -> std::io::Result
     let (status, content_type, body) = match (method, path) {
         ("GET", "/metrics") => {
             let mut text = PrometheusText::default();
+            budget.write_prometheus(&mut text);
             for flow in flows {
                 flow.write_prometheus(&mut text);
             }
@@ -64,7 +65,12 @@ async fn respond(mut stream: TcpStream, flows: &[Arc<Stats>]) -> std::io::Result
         }
         ("GET", "/status") => {
             let status: Vec<_> = flows.iter().map(|f| f.status()).collect();
-            let body = serde_json::to_string_pretty(&serde_json::json!({ "flows": status }))?;
+            let buffer = serde_json::json!({
+                "bytes": budget.used(),
+                "max_bytes": budget.high_water(),
+                "limit_bytes": budget.limit(),
+            });
+            let body = serde_json::to_string_pretty(&serde_json::json!({ "flows": status, "buffer": buffer }))?;
             ("200 OK", "application/json", body)
         }
         ("GET", "/health") => {

@@ -99,7 +99,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut background = Vec::new();
     if let Some(listener) = listener {
         tracing::info!(address = %listener.local_addr()?, "serving /metrics, /status and /health");
-        background.push(tokio::spawn(crate::http::serve(listener, Arc::new(stats.clone()))));
+        background.push(tokio::spawn(crate::http::serve(
+            listener,
+            Arc::new(stats.clone()),
+            process.budget.clone(),
+        )));
     }
     let progress_line = std::io::stderr().is_terminal();
     if progress_line {
