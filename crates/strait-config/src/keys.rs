@@ -438,15 +438,22 @@ pub(crate) const DEFAULT_BUFFER_MEMORY: u64 = 256 * 1024 * 1024;
 pub(crate) const MIN_BUFFER_MEMORY: u64 = 1024 * 1024;
 
 /// Strait's own top-level key: fetch connections per source broker (1 to
-/// [`MAX_FETCHERS_PER_BROKER`]).
+/// [`MAX_CONNECTIONS_PER_BROKER`]).
 pub(crate) const FETCHERS_PER_BROKER: &str = "strait.fetchers.per.broker";
 /// Default of [`FETCHERS_PER_BROKER`].
 pub(crate) const DEFAULT_FETCHERS_PER_BROKER: u16 = 1;
-/// Most [`FETCHERS_PER_BROKER`].
-pub(crate) const MAX_FETCHERS_PER_BROKER: u16 = 16;
+/// Most [`FETCHERS_PER_BROKER`] or [`PRODUCERS_PER_BROKER`].
+pub(crate) const MAX_CONNECTIONS_PER_BROKER: u16 = 16;
+
+/// Strait's own top-level key: produce connections per target broker (1 to
+/// [`MAX_CONNECTIONS_PER_BROKER`]). A broker handles the requests of one connection one at a
+/// time, so a second connection lets it append two requests at once.
+pub(crate) const PRODUCERS_PER_BROKER: &str = "strait.producers.per.broker";
+/// Default of [`PRODUCERS_PER_BROKER`].
+pub(crate) const DEFAULT_PRODUCERS_PER_BROKER: u16 = 2;
 
 /// Strait's own keys: process-wide, read only at top level.
-pub(crate) const STRAIT_KEYS: &[&str] = &[HTTP_LISTENER, BUFFER_MEMORY, FETCHERS_PER_BROKER];
+pub(crate) const STRAIT_KEYS: &[&str] = &[HTTP_LISTENER, BUFFER_MEMORY, FETCHERS_PER_BROKER, PRODUCERS_PER_BROKER];
 
 /// The Strait key that a key written at a cluster or flow scope (`A.strait.buffer.memory`,
 /// `A->B.strait.fetchers.per.broker`, `A.producer.strait.http.listener`) names.

@@ -67,6 +67,7 @@
 //! strait.buffer.memory = 268435456    bytes fetched but not yet acknowledged by the target, for the
 //!                                     whole process (a long, at least 1048576)
 //! strait.fetchers.per.broker = 1      fetch connections per source broker (1 to 16)
+//! strait.producers.per.broker = 2     produce connections per target broker (1 to 16)
 //! ```
 //!
 //! Connector keys: flow level > top level > MM2 default. Client connection keys

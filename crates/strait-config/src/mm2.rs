@@ -15,9 +15,9 @@ use crate::flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule};
 use crate::keys::{
     connector_key, deprecated_key, ignored_producer_reason, ignored_reason, is_connection_key, is_secret, java_list,
     java_trim, known_names, one_of, scoped_strait_key, suggest, unknown_security_key, Kind, Raw, BUFFER_MEMORY,
-    CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS, DEPRECATED_KEYS,
-    FETCHERS_PER_BROKER, HTTP_LISTENER, IDENTITY_POLICY_CLASS, MAX_FETCHERS_PER_BROKER, MIN_BUFFER_MEMORY,
-    ROLE_PREFIXES, STRAIT_KEYS,
+    CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS,
+    DEFAULT_PRODUCERS_PER_BROKER, DEPRECATED_KEYS, FETCHERS_PER_BROKER, HTTP_LISTENER, IDENTITY_POLICY_CLASS,
+    MAX_CONNECTIONS_PER_BROKER, MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, ROLE_PREFIXES, STRAIT_KEYS,
 };
 use crate::policy::{PolicyKind, ReplicationPolicy};
 use crate::properties::{Properties, Property};
@@ -73,14 +73,24 @@ fn parse_buffer_memory(prop: &Property) -> Result<u64> {
 
 /// `strait.fetchers.per.broker`: 1 to 16.
 fn parse_fetchers_per_broker(prop: &Property) -> Result<u16> {
+    parse_connections_per_broker(prop, "fetch connections per source broker", DEFAULT_FETCHERS_PER_BROKER)
+}
+
+/// `strait.producers.per.broker`: 1 to 16.
+fn parse_producers_per_broker(prop: &Property) -> Result<u16> {
+    parse_connections_per_broker(
+        prop,
+        "produce connections per target broker",
+        DEFAULT_PRODUCERS_PER_BROKER,
+    )
+}
+
+fn parse_connections_per_broker(prop: &Property, what: &str, default: u16) -> Result<u16> {
     let raw = Raw::from(prop);
-    let expected = format!(
-        "an integer from 1 to {MAX_FETCHERS_PER_BROKER} (fetch connections per source broker); the default is \
-         {DEFAULT_FETCHERS_PER_BROKER}"
-    );
-    let fetchers: u16 = raw.number(&expected)?;
-    if (1..=MAX_FETCHERS_PER_BROKER).contains(&fetchers) {
-        Ok(fetchers)
+    let expected = format!("an integer from 1 to {MAX_CONNECTIONS_PER_BROKER} ({what}); the default is {default}");
+    let connections: u16 = raw.number(&expected)?;
+    if (1..=MAX_CONNECTIONS_PER_BROKER).contains(&connections) {
+        Ok(connections)
     } else {
         Err(raw.invalid(expected))
     }
@@ -118,6 +128,7 @@ pub struct Mm2Config {
     pub(crate) http_listener: Option<String>,
     pub(crate) buffer_memory: u64,
     pub(crate) fetchers_per_broker: u16,
+    pub(crate) producers_per_broker: u16,
     /// `strait.buffer.memory` and `strait.fetchers.per.broker`, as `check-config` shows them.
     pub(crate) process_settings: Vec<(&'static str, Setting)>,
 }
@@ -176,6 +187,12 @@ impl Mm2Config {
             DEFAULT_FETCHERS_PER_BROKER,
             parse_fetchers_per_broker,
         )?;
+        let (producers_per_broker, producers_setting) = strait_key(
+            props,
+            PRODUCERS_PER_BROKER,
+            DEFAULT_PRODUCERS_PER_BROKER,
+            parse_producers_per_broker,
+        )?;
 
         let mut flows = Vec::new();
         for source in &clusters {
@@ -197,7 +214,8 @@ impl Mm2Config {
             http_listener,
             buffer_memory,
             fetchers_per_broker,
-            process_settings: vec![buffer_memory_setting, fetchers_setting],
+            producers_per_broker,
+            process_settings: vec![buffer_memory_setting, fetchers_setting, producers_setting],
             cluster_configs,
             flows,
             ignored: scopes.ignored,
@@ -221,6 +239,11 @@ impl Mm2Config {
     /// Fetch connections per source broker (`strait.fetchers.per.broker`, default 1, 1 to 16).
     pub fn fetchers_per_broker(&self) -> u16 {
         self.fetchers_per_broker
+    }
+
+    /// Produce connections per target broker (`strait.producers.per.broker`, default 2, 1 to 16).
+    pub fn producers_per_broker(&self) -> u16 {
+        self.producers_per_broker
     }
 
     /// The aliases of `clusters`, in file order, without duplicates.

@@ -105,6 +105,8 @@ pub(crate) struct DataPathConfig {
     pub produce: ProduceSettings,
     /// Fetchers (connections) per source broker (`strait.fetchers.per.broker`).
     pub fetchers_per_broker: u16,
+    /// Producers (connections) per target broker (`strait.producers.per.broker`).
+    pub producers_per_broker: u16,
     pub reset: OffsetReset,
     pub budget: Arc<Budget>,
     pub stats: Arc<Stats>,
@@ -203,7 +205,7 @@ struct Router {
     sink: Arc<SinkContext>,
     resume: Arc<Notify>,
     fetchers: HashMap<(i32, u16), FetcherHandle>,
-    producers: HashMap<i32, ProducerHandle>,
+    producers: HashMap<(i32, u16), ProducerHandle>,
     stop_fetchers: watch::Sender<bool>,
     stop_producers: watch::Sender<bool>,
     /// Every partition ever added (stopped ones included: they stay stopped until a restart,
@@ -446,25 +448,28 @@ impl Router {
                 return queues;
             }
         };
-        let mut placed: HashMap<i32, Vec<Arc<PartitionQueue>>> = HashMap::new();
+        let mut placed: HashMap<(i32, u16), Vec<Arc<PartitionQueue>>> = HashMap::new();
         let mut waiting = Vec::new();
         for queue in queues {
             let key = (queue.route.target_topic.0.to_string(), queue.route.partition);
             match leaders.get(&key) {
-                Some(&broker) => placed.entry(broker).or_default().push(queue),
+                Some(&broker) => {
+                    let shard = shard(&queue.route, self.config.producers_per_broker);
+                    placed.entry((broker, shard)).or_default().push(queue);
+                }
                 None => waiting.push(queue),
             }
         }
-        for (broker, queues) in placed {
+        for (key, queues) in placed {
             let producer = self
                 .producers
-                .entry(broker)
-                .or_insert_with(|| ProducerHandle::start(broker, self.sink.clone(), self.stop_producers.subscribe()));
+                .entry(key)
+                .or_insert_with(|| ProducerHandle::start(key.0, self.sink.clone(), self.stop_producers.subscribe()));
             if let Err(mpsc::error::SendError(producer::Command::Adopt(queues))) =
                 producer.commands.send(producer::Command::Adopt(queues))
             {
                 waiting.extend(queues);
-                self.producers.remove(&broker);
+                self.producers.remove(&key);
             }
         }
         waiting
@@ -487,14 +492,15 @@ async fn leaders(client: &KafkaClient, topics: &[&str]) -> Result<HashMap<(Strin
         .collect())
 }
 
-/// Which of a broker's fetchers fetches `route` (`strait.fetchers.per.broker`).
-fn shard(route: &Route, fetchers: u16) -> u16 {
-    if fetchers <= 1 {
+/// Which of a broker's `connections` fetchers (or producers) takes `route`.
+fn shard(route: &Route, connections: u16) -> u16 {
+    if connections <= 1 {
         return 0;
     }
+    // A topic's partitions take the connections in turn, so that each gets its share.
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (&route.source_topic, route.partition).hash(&mut hasher);
-    (hasher.finish() % u64::from(fetchers)) as u16
+    route.source_topic.hash(&mut hasher);
+    (hasher.finish().wrapping_add(route.partition as u64) % u64::from(connections)) as u16
 }
 
 fn unique<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {

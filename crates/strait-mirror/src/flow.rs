@@ -67,6 +67,8 @@ pub struct Process {
     pub budget: Arc<Budget>,
     /// Fetch connections per source broker (`strait.fetchers.per.broker`).
     pub fetchers_per_broker: u16,
+    /// Produce connections per target broker (`strait.producers.per.broker`).
+    pub producers_per_broker: u16,
 }
 
 impl Process {
@@ -75,6 +77,7 @@ impl Process {
         Process {
             budget: Budget::new(usize::try_from(config.buffer_memory()).unwrap_or(usize::MAX)),
             fetchers_per_broker: config.fetchers_per_broker(),
+            producers_per_broker: config.producers_per_broker(),
         }
     }
 }
@@ -344,6 +347,7 @@ fn data_path_config(
             delivery_timeout: Duration::from_millis(u64::try_from(produce.delivery_timeout_ms).unwrap_or(0)),
         },
         fetchers_per_broker: process.fetchers_per_broker,
+        producers_per_broker: process.producers_per_broker,
         reset: match flow.source_auto_offset_reset {
             AutoOffsetReset::Latest => OffsetReset::Latest,
             // `none` has no meaning for a mirror that starts with no position: MM2 forces earliest.

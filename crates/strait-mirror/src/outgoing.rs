@@ -1,6 +1,7 @@
 //! A batch on its way from the source to the target, and where its records came from.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use strait_wire::{split_batch, RecordBatch, WireError};
 
@@ -21,6 +22,8 @@ pub(crate) struct Outgoing {
     /// The budget bytes that hold the batch's memory: the fetch response it is a slice of, or
     /// its own for a rebuilt batch.
     pub charge: Arc<Charge>,
+    /// When its fetch response arrived: from then on, the time is Strait's.
+    pub fetched_at: Instant,
 }
 
 impl Outgoing {
@@ -52,12 +55,14 @@ impl Outgoing {
         };
         let head_offsets = source(head.source_offsets);
         let head = Outgoing {
+            fetched_at: self.fetched_at,
             charge: Arc::new(charge(head.batch.size())),
             batch: head.batch,
             source_last: head_offsets.last().copied().unwrap_or(self.source_last),
             source_offsets: Some(head_offsets),
         };
         let tail = Outgoing {
+            fetched_at: self.fetched_at,
             charge: Arc::new(charge(tail.batch.size())),
             batch: tail.batch,
             source_last: self.source_last,
@@ -135,6 +140,7 @@ pub(crate) mod tests {
             charge: Arc::new(budget.charge(batch.size())),
             batch,
             source_offsets: None,
+            fetched_at: Instant::now(),
         }
     }
 
@@ -188,6 +194,7 @@ pub(crate) mod tests {
             charge: response.clone(),
             batch: batch.clone(),
             source_offsets: None,
+            fetched_at: Instant::now(),
         };
         drop(response);
         assert_eq!(budget.used(), 10_000);

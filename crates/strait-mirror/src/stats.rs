@@ -76,6 +76,8 @@ struct Totals {
     records: AtomicU64,
     bytes: AtomicU64,
     gap_records: AtomicU64,
+    /// From a batch's fetch response to its acknowledgement: the time a batch spends in Strait.
+    in_strait: Mutex<Histogram>,
 }
 
 /// The live state of one partition, updated by the data path through this handle.
@@ -231,10 +233,15 @@ impl PartitionStats {
     }
 
     /// The target acknowledged a batch of `records` records and `bytes` bytes whose newest
-    /// record has `max_timestamp`.
-    pub(crate) fn record_acknowledged(&self, records: u64, bytes: u64, max_timestamp: i64) {
+    /// record has `max_timestamp`, `in_strait` after its fetch response arrived.
+    pub(crate) fn record_acknowledged(&self, records: u64, bytes: u64, max_timestamp: i64, in_strait: Duration) {
         self.totals.records.fetch_add(records, Ordering::Relaxed);
         self.totals.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.totals
+            .in_strait
+            .lock()
+            .expect("stats lock")
+            .observe(in_strait.as_secs_f64());
         self.update(|p, now| {
             p.record_count += records;
             p.byte_count += bytes;
@@ -582,6 +589,12 @@ impl Stats {
             );
         }
         drop(checkpoints);
+        out.histogram(
+            "strait_batch_latency_seconds",
+            "Time from a batch's fetch response to the target's acknowledgement: what Strait adds to the latency.",
+            &[("source", source), ("target", target)],
+            &self.totals.in_strait.lock().expect("stats lock"),
+        );
         for ((cluster, api), histogram) in self.requests.lock().expect("stats lock").iter() {
             out.histogram(
                 "strait_request_latency_seconds",
@@ -690,7 +703,7 @@ mod tests {
         p.record_position(20);
         let seconds = stats.lag()[0].seconds.unwrap();
         assert!((40.0..41.0).contains(&seconds), "the next oldest: {seconds}");
-        p.record_acknowledged(15, 1500, now_ms() - 5);
+        p.record_acknowledged(15, 1500, now_ms() - 5, Duration::from_millis(3));
         p.record_position(25);
         let lag = &stats.lag()[0];
         assert_eq!((lag.records, lag.seconds), (0, Some(0.0)));
@@ -707,6 +720,10 @@ mod tests {
         )));
         assert!(text.contains(&format!("strait_replication_lag_records{labels} 0\n")));
         assert!(text.contains("kafka_connect_mirror_source_connector_replication_latency_ms_max{"));
+        assert!(
+            text.contains("strait_batch_latency_seconds_bucket{source=\"a\",target=\"b\",le=\"0.005\"} 1\n"),
+            "{text}"
+        );
         assert_eq!(stats.status()["partitions"][0]["lag_records"], 0);
     }
 
@@ -725,7 +742,7 @@ mod tests {
         assert!(text
             .finish()
             .contains("strait_partition_up{source=\"a\",target=\"b\",topic=\"a.t\",partition=\"3\"} 0\n"));
-        p.record_acknowledged(1, 100, -1);
+        p.record_acknowledged(1, 100, -1, Duration::from_millis(3));
         assert!(stats.is_healthy());
         assert_eq!(stats.status()["partitions"][0]["state"], "running");
     }

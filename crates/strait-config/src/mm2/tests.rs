@@ -830,6 +830,7 @@ fn render_text() {
             "clusters = A, B\n\
              strait.buffer.memory = 268435456  (default)\n\
              strait.fetchers.per.broker = 1  (default)\n\
+             strait.producers.per.broker = 2  (default)\n\
              \nflow A->B (enabled, emits heartbeats)\n"
         ),
         "{text}"
@@ -912,9 +913,16 @@ fn strait_process_keys() {
     let config = two("");
     assert_eq!(config.buffer_memory(), 268_435_456);
     assert_eq!(config.fetchers_per_broker(), 1);
-    let config = two("strait.buffer.memory = 1048576\nstrait.fetchers.per.broker = 16\n");
+    assert_eq!(config.producers_per_broker(), 2);
+    let config =
+        two("strait.buffer.memory = 1048576\nstrait.fetchers.per.broker = 16\nstrait.producers.per.broker = 1\n");
     assert_eq!(config.buffer_memory(), 1_048_576);
     assert_eq!(config.fetchers_per_broker(), 16);
+    assert_eq!(config.producers_per_broker(), 1);
+    assert!(
+        error("clusters = A\nA.bootstrap.servers = a:1\nstrait.producers.per.broker = 17\n")
+            .contains("an integer from 1 to 16 (produce connections per target broker); the default is 2")
+    );
     // Trimmed and parsed as a decimal Java long, as ConfigDef does; the file's value is shown with
     // its line.
     let config = two("strait.buffer.memory = +536870912 \nstrait.fetchers.per.broker=\t4\n");

@@ -675,8 +675,12 @@ impl PartitionQueue {
     pub(crate) fn record(&self, recorded: Recorded) -> Option<MirrorError> {
         if let Some((outgoing, base_offset)) = &recorded.acknowledged {
             let batch = &outgoing.batch;
-            self.stats
-                .record_acknowledged(batch.records_count() as u64, batch.size() as u64, batch.max_timestamp());
+            self.stats.record_acknowledged(
+                batch.records_count() as u64,
+                batch.size() as u64,
+                batch.max_timestamp(),
+                outgoing.fetched_at.elapsed(),
+            );
             if let Some(syncs) = &self.syncs {
                 for mapping in outgoing.mappings(&self.route.source_topic, self.route.partition, *base_offset) {
                     syncs.record(&mapping);
@@ -771,6 +775,10 @@ mod tests {
 
     use super::*;
     use crate::outgoing::tests::{batch_at, outgoing};
+
+    fn now_for_tests() -> Instant {
+        Instant::now()
+    }
 
     const ID: ProducerIdAndEpoch = ProducerIdAndEpoch {
         producer_id: 7,
@@ -1033,6 +1041,7 @@ mod tests {
             source_offsets: None,
             charge: response.clone(),
             batch,
+            fetched_at: now_for_tests(),
         })]);
         drop(response);
         let mut now = Instant::now();

@@ -81,6 +81,7 @@ impl Cursor {
         read_committed: bool,
         mut on_corrupt: impl FnMut(),
     ) -> Taken {
+        let fetched_at = Instant::now();
         let stats = self.queue.stats().clone();
         stats.record_source_end(data.high_watermark);
         let mut filter = AbortedTransactionFilter::new(data.aborted_transactions);
@@ -134,6 +135,7 @@ impl Cursor {
                 // renumber, compress again. The new batch holds memory of its own.
                 match rebuild_batch(&batch, self.position) {
                     Ok(Some(rebuilt)) => Entry::Forward(Outgoing {
+                        fetched_at,
                         charge: Arc::new(self.queue.budget().charge(rebuilt.batch.size())),
                         batch: rebuilt.batch,
                         source_last: batch.last_offset(),
@@ -153,6 +155,7 @@ impl Cursor {
                     source_offsets: None,
                     charge: charge.clone(),
                     batch,
+                    fetched_at,
                 })
             };
             self.position = match &entry {
