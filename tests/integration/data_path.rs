@@ -26,7 +26,7 @@ fn port_of(address: &str) -> u16 {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn two_thousand_partitions_go_over_one_connection_per_broker_and_role() {
+async fn two_thousand_partitions_go_over_a_connection_or_two_per_broker_and_role() {
     let clusters = clusters();
     let source = client(&clusters.source).await;
     let target = client(&clusters.target).await;
@@ -108,7 +108,11 @@ async fn two_thousand_partitions_go_over_one_connection_per_broker_and_role() {
         "2 000 partitions: at most {} connections to the source broker and {} to the target (fetch {fetch}, produce {produce}); fetches: {full} full, {incremental} incremental",
         most.0, most.1
     );
-    assert_eq!((fetch, produce), (1.0, 1.0), "one fetch and one produce connection");
+    assert_eq!(
+        (fetch, produce),
+        (1.0, 2.0),
+        "one fetch connection and strait.producers.per.broker (2) produce connections"
+    );
     // Besides fetch and produce, each cluster has a few connections for metadata, offsets and
     // internal topics, of this flow and of the heartbeat-only flow back.
     assert!(

@@ -325,8 +325,18 @@ impl BrokerConnection {
     /// Sends `request` at the negotiated version and decodes the response; also returns the
     /// response frame's size, which the decoded response's byte fields are slices of.
     pub async fn send_measured<R: Request>(&self, request: &R) -> Result<(R::Response, usize)> {
+        let version = self.version(api_key(R::KEY))?;
+        self.exchange(request, version).await
+    }
+
+    /// Sends `request` at a given `version` and decodes the response.
+    pub async fn send_version<R: Request>(&self, request: &R, version: i16) -> Result<R::Response> {
+        Ok(self.exchange(request, version).await?.0)
+    }
+
+    /// Encodes `request` at `version`, sends it, and decodes the answer; with the frame's size.
+    async fn exchange<R: Request>(&self, request: &R, version: i16) -> Result<(R::Response, usize)> {
         let api = api_key(R::KEY);
-        let version = self.version(api)?;
         let protocol = |message: String| Error::Protocol { api, version, message };
         let mut body = BytesMut::with_capacity(request.compute_size(version).map_err(|e| protocol(e.to_string()))?);
         request
@@ -335,18 +345,6 @@ impl BrokerConnection {
         let frame = self.round_trip(api, version, vec![body.freeze()]).await?;
         let size = frame.len();
         Ok((decode_response::<R::Response>(api, version, frame)?, size))
-    }
-
-    /// Sends `request` at a given `version` and decodes the response.
-    pub async fn send_version<R: Request>(&self, request: &R, version: i16) -> Result<R::Response> {
-        let api = api_key(R::KEY);
-        let protocol = |message: String| Error::Protocol { api, version, message };
-        let mut body = BytesMut::with_capacity(request.compute_size(version).map_err(|e| protocol(e.to_string()))?);
-        request
-            .encode(&mut body, version)
-            .map_err(|e| protocol(e.to_string()))?;
-        let frame = self.round_trip(api, version, vec![body.freeze()]).await?;
-        decode_response::<R::Response>(api, version, frame)
     }
 
     /// Sends a request whose body is already encoded as `body` (a list of buffers written with

@@ -333,6 +333,67 @@ mod tests {
     }
 
     #[test]
+    fn answers_are_unwrapped_per_partition_with_leader_hints() {
+        use kafka_protocol::messages::produce_response::{
+            LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+        };
+        use kafka_protocol::messages::BrokerId;
+        let response = ProduceResponse::default()
+            .with_responses(vec![TopicProduceResponse::default()
+                .with_name(crate::topic_name("orders"))
+                .with_partition_responses(vec![
+                    PartitionProduceResponse::default().with_index(0).with_base_offset(42),
+                    PartitionProduceResponse::default()
+                        .with_index(1)
+                        .with_error_code(6)
+                        .with_base_offset(-1)
+                        .with_current_leader(
+                            LeaderIdAndEpoch::default()
+                                .with_leader_id(BrokerId(3))
+                                .with_leader_epoch(9),
+                        ),
+                    PartitionProduceResponse::default()
+                        .with_index(2)
+                        .with_error_code(87)
+                        .with_error_message(Some(StrBytes::from_static_str("no key"))),
+                ])])
+            .with_node_endpoints(vec![NodeEndpoint::default()
+                .with_node_id(BrokerId(3))
+                .with_host(StrBytes::from_static_str("b3"))
+                .with_port(9092)]);
+        let (answers, brokers) = produced_partitions(response);
+        assert_eq!(answers[0].result.as_ref().unwrap(), &42);
+        let moved = answers[1].result.as_ref().unwrap_err();
+        assert_eq!(moved.to_string(), "Produce orders-1: NOT_LEADER_OR_FOLLOWER (6)");
+        assert!(moved.is_retriable());
+        assert_eq!(
+            answers[1].current_leader,
+            Some(LeaderHint {
+                leader_id: 3,
+                leader_epoch: 9
+            })
+        );
+        assert_eq!(
+            answers[2].result.as_ref().unwrap_err().to_string(),
+            "Produce orders-2: INVALID_RECORD (87): no key"
+        );
+        assert_eq!(answers[2].current_leader, None);
+        assert_eq!(
+            brokers,
+            vec![Broker {
+                id: 3,
+                address: "b3:9092".into()
+            }]
+        );
+        assert!(is_too_large(&Error::kafka(ResponseError::MessageTooLarge, "Produce")));
+        assert!(is_sequence_error(&Error::kafka(
+            ResponseError::OutOfOrderSequenceNumber,
+            "Produce"
+        )));
+        assert!(!is_sequence_error(moved));
+    }
+
+    #[test]
     fn record_parts_are_not_copied() {
         let payload = Bytes::from(vec![5u8; 1000]);
         let topics = vec![TopicRecords {

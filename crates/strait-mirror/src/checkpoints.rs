@@ -107,10 +107,7 @@ async fn emit_checkpoints(
     topic: &str,
     latest: &mut HashMap<CheckpointKey, Checkpoint>,
 ) -> Result<usize, MirrorError> {
-    let fail = |error| MirrorError::Client {
-        cluster: flow.source.alias.clone(),
-        error,
-    };
+    let fail = |error| MirrorError::client(&flow.source.alias, error);
     let groups = source.list_groups().await.map_err(fail)?;
     // With when its group's offsets were read, for MM2's checkpoint latency.
     let mut fresh: Vec<(Checkpoint, i64)> = Vec::new();

@@ -23,10 +23,7 @@ pub fn client_config(cluster: &ClusterClientConfig, role: ClientRole) -> Result<
         None => ClientConfig::new(&cluster.bootstrap_servers.join(",")),
     };
     config.connection.client_id = format!("strait-{}", cluster.alias);
-    let fail = |error| MirrorError::Client {
-        cluster: cluster.alias.clone(),
-        error,
-    };
+    let fail = |error| MirrorError::client(&cluster.alias, error);
     config.connection.security = Security::from_properties(&props).map_err(fail)?;
     if let Some(value) = props.get("request.timeout.ms") {
         let ms = value

@@ -185,6 +185,7 @@ async fn set_up(flow: &FlowConfig, target: &KafkaClient) -> Result<Setup, Mirror
     let progress = ProgressStore::open(
         target,
         &flow.source.alias,
+        &flow.target.alias,
         PROGRESS_REPLICATION_FACTOR.min(target_brokers),
     )
     .await?;

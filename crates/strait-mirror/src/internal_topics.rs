@@ -18,10 +18,7 @@ pub(crate) async fn ensure_compacted_topic(
     partitions: i32,
     replication_factor: i16,
 ) -> Result<i32, MirrorError> {
-    let fail = |error| MirrorError::Client {
-        cluster: cluster.into(),
-        error,
-    };
+    let fail = |error| MirrorError::client(cluster, error);
     let brokers = client.metadata(Some(&[])).await.map_err(fail)?.brokers.len() as i16;
     client
         .create_topics(&[NewTopic {
@@ -80,10 +77,7 @@ async fn read_records(
     partitions: &[i32],
     tail: Option<i64>,
 ) -> Result<Vec<(Option<Bytes>, Option<Bytes>)>, MirrorError> {
-    let fail = |error| MirrorError::Client {
-        cluster: cluster.into(),
-        error,
-    };
+    let fail = |error| MirrorError::client(cluster, error);
     let corrupt = |message: String| MirrorError::Progress {
         topic: topic.into(),
         message,
@@ -147,10 +141,7 @@ pub(crate) async fn write_records(
         .produce(topic, partition, vec![builder.build()])
         .await
         .map(drop)
-        .map_err(|error| MirrorError::Client {
-            cluster: cluster.into(),
-            error,
-        })
+        .map_err(|error| MirrorError::client(cluster, error))
 }
 
 /// Wall-clock time in epoch milliseconds.

@@ -30,7 +30,7 @@ pub struct FlowReport {
 pub async fn read_flow_report(flow: &FlowConfig) -> Result<FlowReport, MirrorError> {
     let source = connect(&flow.source, ClientRole::Admin).await?;
     let target = connect(&flow.target, ClientRole::Admin).await?;
-    let progress = ProgressStore::read(&target, &flow.source.alias).await?;
+    let progress = ProgressStore::read(&target, &flow.source.alias, &flow.target.alias).await?;
     let lag = read_lag_with(flow, &source, progress.as_ref()).await?;
     let last_heartbeat_ms = last_heartbeat(flow, &target).await?;
     Ok(FlowReport { lag, last_heartbeat_ms })
@@ -41,10 +41,7 @@ async fn last_heartbeat(flow: &FlowConfig, target: &KafkaClient) -> Result<Optio
     let metadata = target
         .metadata(Some(&[topic]))
         .await
-        .map_err(|error| MirrorError::Client {
-            cluster: flow.target.alias.clone(),
-            error,
-        })?;
+        .map_err(|error| MirrorError::client(&flow.target.alias, error))?;
     if metadata.topics.get(topic).is_none_or(|t| t.error != 0) {
         return Ok(None);
     }
@@ -65,7 +62,7 @@ async fn last_heartbeat(flow: &FlowConfig, target: &KafkaClient) -> Result<Optio
 pub async fn read_lag(flow: &FlowConfig) -> Result<Vec<PartitionLag>, MirrorError> {
     let source = connect(&flow.source, ClientRole::Admin).await?;
     let target = connect(&flow.target, ClientRole::Admin).await?;
-    let progress = ProgressStore::read(&target, &flow.source.alias).await?;
+    let progress = ProgressStore::read(&target, &flow.source.alias, &flow.target.alias).await?;
     read_lag_with(flow, &source, progress.as_ref()).await
 }
 
@@ -74,10 +71,7 @@ async fn read_lag_with(
     source: &KafkaClient,
     progress: Option<&ProgressStore>,
 ) -> Result<Vec<PartitionLag>, MirrorError> {
-    let fail = |error| MirrorError::Client {
-        cluster: flow.source.alias.clone(),
-        error,
-    };
+    let fail = |error| MirrorError::client(&flow.source.alias, error);
     let metadata = source.metadata(None).await.map_err(fail)?;
     let mut lags = Vec::new();
     for (topic, topic_metadata) in replicated_topics(flow, &metadata) {

@@ -30,6 +30,7 @@ pub struct ProgressStore {
     client: KafkaClient,
     topic: String,
     source_alias: String,
+    target_alias: String,
     partitions: i32,
     state: Mutex<State>,
 }
@@ -80,28 +81,37 @@ impl ProgressStore {
         format!("mm2-offsets.{source_alias}.internal")
     }
 
-    /// Opens (creating if needed) the progress topic on the target and loads it.
-    pub async fn open(client: &KafkaClient, source_alias: &str, replication_factor: i16) -> Result<Self, MirrorError> {
+    /// Opens (creating if needed) the progress topic of flows from `source_alias` on the target
+    /// `target_alias` (`client`'s cluster) and loads it.
+    pub async fn open(
+        client: &KafkaClient,
+        source_alias: &str,
+        target_alias: &str,
+        replication_factor: i16,
+    ) -> Result<Self, MirrorError> {
         let topic = Self::topic_name(source_alias);
-        let partitions = ensure_compacted_topic(client, "target", &topic, PARTITIONS, replication_factor).await?;
-        Self::load(client, source_alias, topic, partitions).await
+        let partitions = ensure_compacted_topic(client, target_alias, &topic, PARTITIONS, replication_factor).await?;
+        Self::load(client, source_alias, target_alias, topic, partitions).await
     }
 
     /// Loads the progress topic without creating it; `None` if it does not exist (nothing was
     /// ever mirrored from `source_alias` to this cluster).
-    pub async fn read(client: &KafkaClient, source_alias: &str) -> Result<Option<Self>, MirrorError> {
+    pub async fn read(
+        client: &KafkaClient,
+        source_alias: &str,
+        target_alias: &str,
+    ) -> Result<Option<Self>, MirrorError> {
         let topic = Self::topic_name(source_alias);
         let metadata = client
             .metadata(Some(&[topic.as_str()]))
             .await
-            .map_err(|error| MirrorError::Client {
-                cluster: "target".into(),
-                error,
-            })?;
+            .map_err(|error| MirrorError::client(target_alias, error))?;
         match metadata.topics.get(&topic) {
             Some(t) if t.error == 0 && !t.partitions.is_empty() => {
                 let partitions = t.partitions.len() as i32;
-                Ok(Some(Self::load(client, source_alias, topic, partitions).await?))
+                Ok(Some(
+                    Self::load(client, source_alias, target_alias, topic, partitions).await?,
+                ))
             }
             _ => Ok(None),
         }
@@ -110,6 +120,7 @@ impl ProgressStore {
     async fn load(
         client: &KafkaClient,
         source_alias: &str,
+        target_alias: &str,
         topic: String,
         partitions: i32,
     ) -> Result<Self, MirrorError> {
@@ -117,12 +128,13 @@ impl ProgressStore {
             client: client.clone(),
             topic,
             source_alias: source_alias.into(),
+            target_alias: target_alias.into(),
             partitions,
             state: Mutex::new(State::default()),
         };
         let mut state = State::default();
         let all: Vec<i32> = (0..partitions).collect();
-        for (key, value) in read_partitions(client, "target", &store.topic, &all).await? {
+        for (key, value) in read_partitions(client, target_alias, &store.topic, &all).await? {
             store.apply(&mut state, key.as_deref(), value.as_deref())?;
         }
         *store.state.lock().expect("progress lock") = state;
@@ -219,7 +231,7 @@ impl ProgressStore {
                 .push((key.into(), value.into()));
         }
         for (partition, records) in batches {
-            if let Err(error) = write_records(&self.client, "target", &self.topic, partition, records).await {
+            if let Err(error) = write_records(&self.client, &self.target_alias, &self.topic, partition, records).await {
                 // The next flush writes them again (or what was recorded since).
                 for (_, progress, _) in &dirty {
                     progress.dirty.store(true, Ordering::Release);
