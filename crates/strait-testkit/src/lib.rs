@@ -11,18 +11,21 @@
 //! kills it as soon as its standard input closes, which the kernel does when our process ends
 //! for any reason (normal exit, panic, Ctrl-C or SIGKILL). Data folders are removed the same way.
 //!
-//! The kit is synchronous (std only) so that one pair of clusters can be shared by tests that
-//! each run on their own async runtime.
+//! The clusters are synchronous (std only) so that one pair of clusters can be shared by tests
+//! that each run on their own async runtime. [`FaultProxy`], a TCP proxy that adds latency or
+//! injects faults between clients and a cluster, runs on the caller's tokio runtime.
 
 mod cluster;
 mod dist;
 mod error;
+mod fault;
 mod guard;
 
 pub use cluster::{ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
-pub use dist::{kafka_version, KafkaDist};
+pub use dist::{kafka_version, KafkaDist, MIRROR_MAKER_JVM_OPTIONS};
 pub use error::Error;
-pub use guard::ScratchDir;
+pub use fault::FaultProxy;
+pub use guard::{Guarded, ScratchDir};
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
