@@ -1,0 +1,177 @@
+//! What the operating system says about a mirror process: CPU seconds, peak RSS, and the TCP
+//! sockets it holds, grouped by the broker (remote port) they lead to.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use anyhow::Context;
+
+/// CPU seconds (user + system, all threads) and peak resident set size (`VmHWM`) in MiB.
+pub fn cpu_and_rss(pid: u32) -> anyhow::Result<(f64, f64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("stat format")?
+        .1
+        .split_whitespace()
+        .collect();
+    // utime and stime, in clock ticks of 100 Hz (USER_HZ on Linux).
+    let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let hwm_kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .context("VmHWM")?
+        .parse()?;
+    Ok((ticks / 100.0, hwm_kb / 1024.0))
+}
+
+/// Which broker a remote port belongs to, e.g. `source b1` or `target b2`.
+#[derive(Debug, Clone, Default)]
+pub struct Ports {
+    labels: HashMap<u16, String>,
+}
+
+impl Ports {
+    /// Names `port` (of `host:port` or a bare port) as `label`.
+    pub fn add(&mut self, address: &str, label: &str) {
+        let port = address.rsplit_once(':').map_or(address, |(_, p)| p);
+        if let Ok(port) = port.parse() {
+            self.labels.insert(port, label.to_owned());
+        }
+    }
+
+    fn label(&self, port: u16) -> String {
+        self.labels.get(&port).cloned().unwrap_or_else(|| "other".into())
+    }
+}
+
+/// Open TCP sockets of a process, counted per broker label (`other` for unknown ports,
+/// `listening` for listening sockets). Sockets of the process are its `/proc/<pid>/fd` entries
+/// `socket:[inode]`, found by inode in `/proc/<pid>/net/tcp` and `tcp6`; Unix sockets are not
+/// counted.
+pub fn sockets(pid: u32, ports: &Ports) -> anyhow::Result<BTreeMap<String, usize>> {
+    let mut inodes = HashSet::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
+        let Ok(entry) = entry else { continue };
+        // An fd closed between listing and reading is simply gone.
+        let Ok(target) = std::fs::read_link(entry.path()) else {
+            continue;
+        };
+        let target = target.to_string_lossy();
+        if let Some(inode) = target.strip_prefix("socket:[").and_then(|t| t.strip_suffix(']')) {
+            if let Ok(inode) = inode.parse::<u64>() {
+                inodes.insert(inode);
+            }
+        }
+    }
+    let mut counts = BTreeMap::new();
+    for table in ["tcp", "tcp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() < 10 {
+                continue;
+            }
+            let Ok(inode) = fields[9].parse::<u64>() else { continue };
+            if inode == 0 || !inodes.contains(&inode) {
+                continue;
+            }
+            let label = if fields[3] == "0A" {
+                "listening".to_owned()
+            } else {
+                let port = fields[2]
+                    .rsplit_once(':')
+                    .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
+                    .unwrap_or(0);
+                ports.label(port)
+            };
+            *counts.entry(label).or_insert(0) += 1;
+        }
+    }
+    Ok(counts)
+}
+
+/// The peak of each label's count over the samples, and the peak of their total.
+#[derive(Debug, Clone, Default)]
+pub struct SocketPeaks {
+    /// Highest count seen per label.
+    pub by_label: BTreeMap<String, usize>,
+    /// Highest total seen in one sample (listening sockets left out).
+    pub total: usize,
+}
+
+impl SocketPeaks {
+    /// Takes one sample into account.
+    pub fn add(&mut self, sample: &BTreeMap<String, usize>) {
+        let mut total = 0;
+        for (label, &count) in sample {
+            let peak = self.by_label.entry(label.clone()).or_insert(0);
+            *peak = (*peak).max(count);
+            if label != "listening" {
+                total += count;
+            }
+        }
+        self.total = self.total.max(total);
+    }
+
+    /// `source 16 · target 18`, with the brokers of a cluster of several in brackets.
+    pub fn summary(&self) -> String {
+        let mut clusters: BTreeMap<&str, Vec<(&str, usize)>> = BTreeMap::new();
+        for (label, &count) in &self.by_label {
+            if label == "listening" {
+                continue;
+            }
+            let (cluster, broker) = label.split_once(' ').unwrap_or((label.as_str(), ""));
+            clusters.entry(cluster).or_default().push((broker, count));
+        }
+        let mut parts = Vec::new();
+        // Source first, then target, then anything else.
+        let mut names: Vec<&str> = clusters.keys().copied().collect();
+        names.sort_by_key(|n| match *n {
+            "source" => 0,
+            "target" => 1,
+            _ => 2,
+        });
+        for name in names {
+            let brokers = &clusters[name];
+            let sum: usize = brokers.iter().map(|(_, c)| c).sum();
+            if brokers.len() > 1 {
+                let detail: Vec<String> = brokers.iter().map(|(b, c)| format!("{b} {c}")).collect();
+                parts.push(format!("{name} {sum} ({})", detail.join(", ")));
+            } else {
+                parts.push(format!("{name} {sum}"));
+            }
+        }
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(" · ")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_own_sockets_are_found_by_remote_port() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let _a = std::net::TcpStream::connect(&address).unwrap();
+        let _b = std::net::TcpStream::connect(&address).unwrap();
+        let mut ports = Ports::default();
+        ports.add(&address, "target b1");
+        let counts = sockets(std::process::id(), &ports).unwrap();
+        // Two client sockets to the port; the two accepted ends have that port as their local
+        // port and a random remote one.
+        assert_eq!(counts.get("target b1"), Some(&2), "{counts:?}");
+        assert_eq!(counts.get("listening"), Some(&1), "{counts:?}");
+        let mut peaks = SocketPeaks::default();
+        peaks.add(&counts);
+        assert!(peaks.summary().contains("target 2"), "{}", peaks.summary());
+    }
+}
