@@ -522,12 +522,15 @@ impl Bench {
         };
         command.args(props);
         let output = tokio::task::spawn_blocking(move || command.output()).await??;
-        anyhow::ensure!(
-            output.status.success(),
-            "loading failed: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
+        if !output.status.success() {
+            let text = String::from_utf8_lossy(&[output.stdout, output.stderr].concat()).into_owned();
+            let lines: Vec<&str> = text.lines().collect();
+            anyhow::bail!(
+                "loading failed ({} lines of output, the last ones):\n{}",
+                lines.len(),
+                lines[lines.len().saturating_sub(15)..].join("\n")
+            );
+        }
         Ok(())
     }
 

@@ -29,8 +29,26 @@ pub async fn create_topics(client: &KafkaClient, topics: &[String], partitions: 
             .await
             .with_context(|| format!("creating {} topics", new.len()))?;
     }
+    // Metadata names leaders before the brokers have created the partitions' logs (thousands
+    // take a while); a producer that starts then meets NOT_LEADER_OR_FOLLOWER and, idempotent,
+    // can stall on OUT_OF_ORDER_SEQUENCE_NUMBER. ListOffsets answers once the leader has the log.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
     for topic in topics {
-        client.wait_for_leaders(topic, Duration::from_secs(300)).await?;
+        let metadata = client.wait_for_leaders(topic, Duration::from_secs(300)).await?;
+        let all: Vec<i32> = metadata.partitions.iter().map(|p| p.partition).collect();
+        loop {
+            match client.list_offsets(topic, &all, OffsetSpec::Latest).await {
+                Ok(offsets) if offsets.len() == all.len() => break,
+                result => {
+                    anyhow::ensure!(
+                        tokio::time::Instant::now() < deadline,
+                        "{topic}: partitions not ready after 300 s ({:?})",
+                        result.err()
+                    );
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
     }
     Ok(())
 }

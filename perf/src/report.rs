@@ -64,16 +64,16 @@ pub fn markdown(args: &Args, results: &Results) -> String {
     if !results.cases.is_empty() {
         let _ = writeln!(
             out,
-            "| case | mirror | records/s | MB/s (batches) | catch-up from start | CPU s | CPU s per GiB | CPU µs per source batch | peak RSS MiB | peak sockets | batches written |"
+            "| case | mirror | records/s | MB/s (batches) | catch-up from start | records/s from start | CPU s | CPU s per GiB | CPU µs per source batch | peak RSS MiB | peak sockets | batches written |"
         );
-        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|");
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
         for case in &results.cases {
             let records = case.source.records as f64;
             for run in &case.runs {
                 if let Some(reason) = &run.failed {
                     let _ = writeln!(
                         out,
-                        "| {} | {} | **failed**: {} | | | | | | | | |",
+                        "| {} | {} | **failed**: {} | | | | | | | | | |",
                         case.name,
                         run.mirror.name(),
                         short(reason)
@@ -82,12 +82,13 @@ pub fn markdown(args: &Args, results: &Results) -> String {
                 }
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {:.0} | {:.1} | {:.1} s | {:.1} | {:.1} | {:.0} | {:.0} | {} ({}) | {} |",
+                    "| {} | {} | {:.0} | {:.1} | {:.1} s | {:.0} | {:.1} | {:.1} | {:.0} | {:.0} | {} ({}) | {} |",
                     case.name,
                     run.mirror.name(),
                     records / run.copy_s,
                     case.source.bytes as f64 / 1e6 / run.copy_s,
                     run.total_s,
+                    records / run.total_s,
                     run.cpu_s,
                     per_gib(run, case),
                     run.cpu_s * 1e6 / case.source.batches.max(1) as f64,
@@ -103,10 +104,11 @@ pub fn markdown(args: &Args, results: &Results) -> String {
                 }
                 let _ = writeln!(
                     out,
-                    "| {} | **Strait/MM2** | **{}** | | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | |",
+                    "| {} | **Strait/MM2** | **{}** | | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | |",
                     case.name,
                     ratio(m.copy_s, s.copy_s),
                     faster(s.total_s, m.total_s),
+                    ratio(m.total_s, s.total_s),
                     less_is_better(s.cpu_s, m.cpu_s),
                     less_is_better(per_gib(s, case), per_gib(m, case)),
                     less_is_better(s.cpu_s, m.cpu_s),
