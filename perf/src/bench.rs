@@ -415,7 +415,7 @@ impl Bench {
                 name.replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
                 mirror.alias()
             );
-            let config = self.write_config(&tag, mirror, &source.bootstrap, &regex, &load.codec)?;
+            let config = self.write_config(&tag, mirror, &source.bootstrap, &regex, &load.codec, true)?;
             let log = self.scratch.path().join(format!("{tag}.log"));
             let run = self
                 .checked_run(mirror, &config, &log, &load, &remotes, source, proxy, &ports)
@@ -543,8 +543,17 @@ impl Bench {
         source: &str,
         topics: &str,
         codec: &str,
+        batching: bool,
     ) -> anyhow::Result<PathBuf> {
         let alias = mirror.alias();
+        // Throughput batching for the copies; the latency case keeps the producer's defaults
+        // (batch.size 16 KiB, linger.ms 5 since Kafka 4.0), as a user after latency would.
+        let batching = if batching {
+            "target.producer.linger.ms = 10\n\
+             target.producer.batch.size = 262144\n"
+        } else {
+            ""
+        };
         let path = self.scratch.path().join(format!("{tag}.properties"));
         let text = format!(
             "clusters = {alias}, target\n\
@@ -562,8 +571,7 @@ impl Bench {
              status.storage.replication.factor = 1\n\
              config.storage.replication.factor = 1\n\
              target.producer.compression.type = {codec}\n\
-             target.producer.linger.ms = 10\n\
-             target.producer.batch.size = 262144\n\
+             {batching}\
              target.producer.buffer.memory = 134217728\n\
              {alias}.consumer.max.partition.fetch.bytes = 8388608\n\
              {alias}.consumer.fetch.max.bytes = 52428800\n\
@@ -715,7 +723,7 @@ impl Bench {
         rows: &mut Vec<LatencyRow>,
     ) -> anyhow::Result<()> {
         let tag = format!("latency-{}", mirror.alias());
-        let config = self.write_config(&tag, mirror, &self.source.bootstrap, "latency-[0-9]+", "lz4")?;
+        let config = self.write_config(&tag, mirror, &self.source.bootstrap, "latency-[0-9]+", "lz4", false)?;
         let log = self.scratch.path().join(format!("{tag}.log"));
         let process = self.spawn(mirror, &config, &log)?;
         // The mirror is flowing once records written now arrive: MM2 creates its remote topics
