@@ -572,7 +572,6 @@ impl Bench {
              config.storage.replication.factor = 1\n\
              target.producer.compression.type = {codec}\n\
              {batching}\
-             target.producer.buffer.memory = 134217728\n\
              {alias}.consumer.max.partition.fetch.bytes = 8388608\n\
              {alias}.consumer.fetch.max.bytes = 52428800\n\
              {alias}.consumer.max.poll.records = 10000\n\
@@ -615,9 +614,16 @@ impl Bench {
         let mut sockets = SocketPeaks::default();
         let mut sampled = started - Duration::from_secs(1);
         let mut reported = started;
+        let mut progress = (0, started);
+        let limits = |sockets: &SocketPeaks| match procfs::open_file_limit(pid) {
+            Some(limit) => format!("; peak open files {} of its limit {limit}", sockets.open_files),
+            None => String::new(),
+        };
         loop {
-            if sampled.elapsed() >= Duration::from_secs(1) {
-                if let Ok(sample) = procfs::sockets(pid, ports) {
+            // Once a second: sockets, and the log for a fatal error.
+            let look = sampled.elapsed() >= Duration::from_secs(1);
+            if look {
+                if let Ok(sample) = procfs::sample(pid, ports) {
                     sockets.add(&sample);
                 }
                 sampled = Instant::now();
@@ -633,17 +639,38 @@ impl Bench {
             if mirrored == expected {
                 break;
             }
+            if let Some(fatal) = look.then(|| fatal_line(log)).flatten() {
+                anyhow::bail!(
+                    "the mirror hit `{fatal}` ({mirrored} of {expected}){}; last lines of {}:\n{}",
+                    limits(&sockets),
+                    log.display(),
+                    tail(log, 30)
+                );
+            }
+            if mirrored > progress.0 {
+                progress = (mirrored, Instant::now());
+            } else if progress.1.elapsed() > Duration::from_secs(self.args.stall_timeout) {
+                anyhow::bail!(
+                    "no progress for {} s ({mirrored} of {expected}){}; last lines of {}:\n{}",
+                    self.args.stall_timeout,
+                    limits(&sockets),
+                    log.display(),
+                    tail(log, 30)
+                );
+            }
             if !process.is_running() {
                 anyhow::bail!(
-                    "the mirror exited before catching up ({mirrored} of {expected}); last lines of {}:\n{}",
+                    "the mirror exited before catching up ({mirrored} of {expected}){}; last lines of {}:\n{}",
+                    limits(&sockets),
                     log.display(),
                     tail(log, 30)
                 );
             }
             if Instant::now() > deadline {
                 anyhow::bail!(
-                    "the mirror did not catch up ({mirrored} of {expected}) in {} s; last lines of {}:\n{}",
+                    "the mirror did not catch up ({mirrored} of {expected}) in {} s{}; last lines of {}:\n{}",
                     self.args.timeout,
+                    limits(&sockets),
                     log.display(),
                     tail(log, 30)
                 );
@@ -660,7 +687,7 @@ impl Bench {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let total = started.elapsed();
-        if let Ok(sample) = procfs::sockets(pid, ports) {
+        if let Ok(sample) = procfs::sample(pid, ports) {
             sockets.add(&sample);
         }
         let (cpu_s, rss_mib) = procfs::cpu_and_rss(pid).with_context(|| format!("reading /proc/{pid}"))?;
@@ -827,7 +854,7 @@ impl Bench {
         let producer = Guarded::spawn(&producer, &producer_log)?;
         let mut sockets = SocketPeaks::default();
         while consumer.is_running() {
-            if let Ok(sample) = procfs::sockets(pid, ports) {
+            if let Ok(sample) = procfs::sample(pid, ports) {
                 sockets.add(&sample);
             }
             anyhow::ensure!(process.is_running(), "the mirror exited");
@@ -908,9 +935,21 @@ async fn clear_topics(client: &KafkaClient) -> anyhow::Result<()> {
 /// Builds the release `strait` binary with the cargo running this program.
 fn build_strait() -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "--release", "-p", "strait", "--bin", "strait"])
-        .status()?;
+    let mut command = Command::new(cargo);
+    command.args(["build", "--release", "-p", "strait", "--bin", "strait"]);
+    // What `cargo run` sets for this program, not for a build: build scripts that watch such
+    // variables would otherwise rebuild (ring, for one) whenever the environment alternates.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_", "CARGO_CRATE_"]
+            .iter()
+            .any(|prefix| key.starts_with(prefix))
+            || key == "CARGO_PRIMARY_PACKAGE"
+        {
+            command.env_remove(key.as_ref());
+        }
+    }
+    let status = command.status()?;
     anyhow::ensure!(status.success(), "building strait failed");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -942,6 +981,15 @@ fn raise_open_file_limit() {
     } else {
         println!("Open files per process: {limit} (could not raise it: wide cases may run out)");
     }
+}
+
+/// The first line of a mirror's log that says it cannot go on as it should: the JVM out of
+/// memory (MM2 then kills the task and waits for a manual restart), or no file descriptors left.
+fn fatal_line(log: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    text.lines()
+        .find(|l| l.contains("OutOfMemoryError") || l.contains("Too many open files"))
+        .map(|l| l.chars().take(200).collect())
 }
 
 fn tail(path: &Path, lines: usize) -> String {

@@ -125,6 +125,9 @@ pub struct Args {
     /// Longest wait for one mirror to catch up, in seconds.
     #[arg(long, default_value_t = 1800)]
     pub timeout: u64,
+    /// A mirror run fails when the target gains no record for this many seconds.
+    #[arg(long, default_value_t = 300)]
+    pub stall_timeout: u64,
     /// Where the Markdown table and the SVG chart go.
     #[arg(long, default_value = "perf/results")]
     pub out: PathBuf,

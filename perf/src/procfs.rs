@@ -46,14 +46,25 @@ impl Ports {
     }
 }
 
-/// Open TCP sockets of a process, counted per broker label (`other` for unknown ports,
-/// `listening` for listening sockets). Sockets of the process are its `/proc/<pid>/fd` entries
-/// `socket:[inode]`, found by inode in `/proc/<pid>/net/tcp` and `tcp6`; Unix sockets are not
-/// counted.
-pub fn sockets(pid: u32, ports: &Ports) -> anyhow::Result<BTreeMap<String, usize>> {
+/// One look at a process's open files.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    /// Open TCP sockets per broker label (`other` for unknown ports, `listening` for listening
+    /// sockets).
+    pub sockets: BTreeMap<String, usize>,
+    /// Open files of any kind (entries of `/proc/<pid>/fd`).
+    pub open_files: usize,
+}
+
+/// The open files of a process, and its TCP sockets per broker. Sockets of the process are its
+/// `/proc/<pid>/fd` entries `socket:[inode]`, found by inode in `/proc/<pid>/net/tcp` and `tcp6`;
+/// Unix sockets are not counted.
+pub fn sample(pid: u32, ports: &Ports) -> anyhow::Result<Sample> {
     let mut inodes = HashSet::new();
+    let mut open_files = 0;
     for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
         let Ok(entry) = entry else { continue };
+        open_files += 1;
         // An fd closed between listing and reading is simply gone.
         let Ok(target) = std::fs::read_link(entry.path()) else {
             continue;
@@ -91,7 +102,22 @@ pub fn sockets(pid: u32, ports: &Ports) -> anyhow::Result<BTreeMap<String, usize
             *counts.entry(label).or_insert(0) += 1;
         }
     }
-    Ok(counts)
+    Ok(Sample {
+        sockets: counts,
+        open_files,
+    })
+}
+
+/// The soft limit on open files of a process (`Max open files` in `/proc/<pid>/limits`).
+pub fn open_file_limit(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/limits"))
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("Max open files"))?
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()
 }
 
 /// The peak of each label's count over the samples, and the peak of their total.
@@ -101,13 +127,16 @@ pub struct SocketPeaks {
     pub by_label: BTreeMap<String, usize>,
     /// Highest total seen in one sample (listening sockets left out).
     pub total: usize,
+    /// Most open files of any kind in one sample.
+    pub open_files: usize,
 }
 
 impl SocketPeaks {
     /// Takes one sample into account.
-    pub fn add(&mut self, sample: &BTreeMap<String, usize>) {
+    pub fn add(&mut self, sample: &Sample) {
+        self.open_files = self.open_files.max(sample.open_files);
         let mut total = 0;
-        for (label, &count) in sample {
+        for (label, &count) in &sample.sockets {
             let peak = self.by_label.entry(label.clone()).or_insert(0);
             *peak = (*peak).max(count);
             if label != "listening" {
@@ -165,13 +194,15 @@ mod tests {
         let _b = std::net::TcpStream::connect(&address).unwrap();
         let mut ports = Ports::default();
         ports.add(&address, "target b1");
-        let counts = sockets(std::process::id(), &ports).unwrap();
+        let sample = sample(std::process::id(), &ports).unwrap();
+        assert!(sample.open_files >= 3, "{sample:?}");
+        let counts = &sample.sockets;
         // Two client sockets to the port; the two accepted ends have that port as their local
         // port and a random remote one.
         assert_eq!(counts.get("target b1"), Some(&2), "{counts:?}");
         assert_eq!(counts.get("listening"), Some(&1), "{counts:?}");
         let mut peaks = SocketPeaks::default();
-        peaks.add(&counts);
+        peaks.add(&sample);
         assert!(peaks.summary().contains("target 2"), "{}", peaks.summary());
     }
 }
