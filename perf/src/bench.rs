@@ -385,6 +385,11 @@ impl Bench {
             source,
             proxy,
         } = spec;
+        let description = if self.args.create_remote_topics {
+            format!("{description}; remote topics created by the benchmark before each mirror starts")
+        } else {
+            description
+        };
         println!("[{name}] {description}");
         kafka::create_topics(&source.client, &load.topics, load.partitions).await?;
         let loading = Instant::now();
@@ -466,6 +471,9 @@ impl Bench {
         ports: &Ports,
     ) -> anyhow::Result<Run> {
         let expected = load.records as i64;
+        if self.args.create_remote_topics {
+            kafka::create_topics(&self.target.client, remotes, load.partitions).await?;
+        }
         let process = self.spawn(mirror, config, log)?;
         let run = self.catch_up_run(mirror, process, log, remotes, expected, ports).await;
         if let Some((proxy, _)) = proxy {
@@ -616,8 +624,13 @@ impl Bench {
         let mut reported = started;
         let mut progress = (0, started);
         let limits = |sockets: &SocketPeaks| match procfs::open_file_limit(pid) {
-            Some(limit) => format!("; peak open files {} of its limit {limit}", sockets.open_files),
-            None => String::new(),
+            Some(limit) => format!(
+                "; peak sockets {} ({}), open files {} of its limit {limit}",
+                sockets.total,
+                sockets.summary(),
+                sockets.open_files
+            ),
+            None => format!("; peak sockets {} ({})", sockets.total, sockets.summary()),
         };
         loop {
             // Once a second: sockets, and the log for a fatal error.
@@ -639,9 +652,9 @@ impl Bench {
             if mirrored == expected {
                 break;
             }
-            if let Some(fatal) = look.then(|| fatal_line(log)).flatten() {
+            if let Some((pattern, line)) = look.then(|| fatal_line(log)).flatten() {
                 anyhow::bail!(
-                    "the mirror hit `{fatal}` ({mirrored} of {expected}){}; last lines of {}:\n{}",
+                    "its log says {pattern} ({mirrored} of {expected} records{}): {line}; last lines of {}:\n{}",
                     limits(&sockets),
                     log.display(),
                     tail(log, 30)
@@ -983,17 +996,47 @@ fn raise_open_file_limit() {
     }
 }
 
+/// `text` without terminal colour sequences (`ESC [ … m`), which logs written to a file may hold.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // Skip to the sequence's final letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The first line of a mirror's log that says it cannot go on as it should: the JVM out of
 /// memory (MM2 then kills the task and waits for a manual restart), or no file descriptors left.
-fn fatal_line(log: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(log).ok()?;
-    text.lines()
-        .find(|l| l.contains("OutOfMemoryError") || l.contains("Too many open files"))
-        .map(|l| l.chars().take(200).collect())
+fn fatal_line(log: &Path) -> Option<(&'static str, String)> {
+    let text = strip_ansi(&std::fs::read_to_string(log).ok()?);
+    ["OutOfMemoryError", "Too many open files"].iter().find_map(|pattern| {
+        let line = text.lines().find(|l| l.contains(pattern))?;
+        // The words around the match: log lines can be long.
+        let at = line.find(pattern)?;
+        let mut start = at.saturating_sub(160);
+        while !line.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut end = (at + pattern.len() + 40).min(line.len());
+        while !line.is_char_boundary(end) {
+            end += 1;
+        }
+        Some((*pattern, format!("…{}…", &line[start..end])))
+    })
 }
 
 fn tail(path: &Path, lines: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = strip_ansi(&std::fs::read_to_string(path).unwrap_or_default());
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }

@@ -9,11 +9,12 @@ use strait_client::kafka_protocol::messages::delete_topics_request::DeleteTopicS
 use strait_client::kafka_protocol::messages::{ApiKey, DeleteTopicsRequest};
 use strait_client::{KafkaClient, NewTopic, OffsetSpec};
 
-/// Creates `topics`, each with `partitions` partitions, in CreateTopics requests of up to 20 000
-/// partitions each (one round trip for the 10 000-partition case), then waits for their
-/// leaders.
+/// Creates `topics`, each with `partitions` partitions, in CreateTopics requests of up to 5 000
+/// partitions each (the KRaft controller refuses a request that makes more than 10 000 metadata
+/// records, one per partition and one per topic: POLICY_VIOLATION "excessively large batch
+/// operation"), then waits until every partition answers.
 pub async fn create_topics(client: &KafkaClient, topics: &[String], partitions: i32) -> anyhow::Result<()> {
-    let per_request = (20_000 / partitions.max(1)).max(1) as usize;
+    let per_request = (5_000 / partitions.max(1)).max(1) as usize;
     for chunk in topics.chunks(per_request) {
         let new: Vec<NewTopic> = chunk
             .iter()

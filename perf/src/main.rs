@@ -125,6 +125,11 @@ pub struct Args {
     /// Longest wait for one mirror to catch up, in seconds.
     #[arg(long, default_value_t = 1800)]
     pub timeout: u64,
+    /// Create each mirror's remote topics (same partitions) before it starts, in batches the
+    /// KRaft controller accepts. MM2 creates all new remote topics in one CreateTopics request,
+    /// which the controller refuses above 10 000 partitions.
+    #[arg(long)]
+    pub create_remote_topics: bool,
     /// A mirror run fails when the target gains no record for this many seconds.
     #[arg(long, default_value_t = 300)]
     pub stall_timeout: u64,

@@ -191,7 +191,7 @@ pub fn markdown(args: &Args, results: &Results) -> String {
 /// The first line of a failure, short enough for a table cell, without `|`.
 fn short(reason: &str) -> String {
     let line = reason.lines().next().unwrap_or_default().replace('|', "/");
-    match line.char_indices().nth(160) {
+    match line.char_indices().nth(240) {
         Some((at, _)) => format!("{}…", &line[..at]),
         None => line,
     }
