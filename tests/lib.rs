@@ -1,8 +1,6 @@
 //! Shared helpers for the integration tests: one pair of real Kafka clusters for the whole test
 //! binary, unique names, and Kafka's own Java tools as reference producers and consumers.
 
-pub mod fault;
-
 use std::process::Output;
 use std::sync::OnceLock;
 use std::time::Duration;

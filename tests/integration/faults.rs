@@ -5,8 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use strait_testkit::{ClusterOptions, KafkaCluster};
-use strait_tests::fault::FaultProxy;
+use strait_testkit::{ClusterOptions, FaultProxy, KafkaCluster};
 use strait_tests::*;
 
 use crate::mirror::{check_numbered, write_numbered, write_numbered_from};

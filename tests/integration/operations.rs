@@ -303,7 +303,7 @@ async fn a_flow_waits_for_an_unreachable_cluster() {
     create_topic(&source, &topic, 2).await;
     write_numbered(&source, &topic, 2, 5, 100).await;
     // The target is reached through a proxy that refuses connections until it gets an upstream.
-    let proxy = strait_tests::fault::FaultProxy::start().await;
+    let proxy = strait_testkit::FaultProxy::start().await;
     let properties = mm2_properties(&topic, "").replace(
         &clusters.target.bootstrap_servers(),
         &format!("127.0.0.1:{}", proxy.port()),

@@ -16,6 +16,25 @@ const TOOLS_LOG4J2: &str = r#"<Configuration status="WARN">
 </Configuration>
 "#;
 
+/// The JVM options `bin/connect-mirror-maker.sh` runs MirrorMaker 2 with: its
+/// `KAFKA_HEAP_OPTS` (`-Xms256M -Xmx2G`), then `bin/kafka-run-class.sh`'s default
+/// `KAFKA_JVM_PERFORMANCE_OPTS` (G1) and `KAFKA_JMX_OPTS` (local JMX, no port), in the script's
+/// order.
+pub const MIRROR_MAKER_JVM_OPTIONS: &[&str] = &[
+    "-Xms256M",
+    "-Xmx2G",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-Djava.awt.headless=true",
+    "-Dcom.sun.management.jmxremote",
+    "-Dcom.sun.management.jmxremote.authenticate=false",
+    "-Dcom.sun.management.jmxremote.ssl=false",
+];
+
 /// The Kafka version pinned in `kafka/pom.xml`.
 pub fn kafka_version() -> &'static str {
     let start = POM.find("<kafka.version>").expect("kafka/pom.xml pins <kafka.version>") + 15;
@@ -107,6 +126,30 @@ impl KafkaDist {
     /// `1g`), full JIT, quiet logging.
     pub fn jvm_command(&self, heap: &str, main_class: &str) -> Command {
         self.jvm(heap, &self.home.join("log4j2-tools.xml"), &[], main_class)
+    }
+
+    /// A `java` command with exactly `jvm_options` (heap, garbage collector and the like: none
+    /// are added), quiet logging and the Kafka class path, ready to run `main_class`.
+    pub fn java_with_options(&self, jvm_options: &[&str], main_class: &str) -> Command {
+        let mut command = Command::new("java");
+        command
+            .args(jvm_options)
+            .arg(format!(
+                "-Dlog4j2.configurationFile={}",
+                self.home.join("log4j2-tools.xml").display()
+            ))
+            .arg("-cp")
+            .arg(self.classpath())
+            .arg(main_class);
+        command
+    }
+
+    /// MirrorMaker 2 in dedicated mode as Kafka's `bin/connect-mirror-maker.sh` starts it: the
+    /// JVM options of [`MIRROR_MAKER_JVM_OPTIONS`] and `org.apache.kafka.connect.mirror.MirrorMaker`.
+    /// Logging is quiet (warnings to stderr) where the script logs at INFO. The caller adds the
+    /// `mm2.properties` path.
+    pub fn mirror_maker(&self) -> Command {
+        self.java_with_options(MIRROR_MAKER_JVM_OPTIONS, "org.apache.kafka.connect.mirror.MirrorMaker")
     }
 
     /// A `java` command with the given heap, log4j2 configuration and extra JVM options; the

@@ -26,9 +26,10 @@ exit 0"#;
 /// Waits for standard input to close, then removes a folder.
 const JANITOR: &str = r#"trap '' INT TERM HUP; cat >/dev/null; rm -rf -- "$1""#;
 
-/// A program running under a guard that kills it when this handle is dropped or our process ends.
+/// A program running under a guard that kills it when this handle is dropped or our process ends
+/// (normal exit, panic, Ctrl-C or SIGKILL alike).
 #[derive(Debug)]
-pub(crate) struct Guarded {
+pub struct Guarded {
     guard: Child,
     stdin: Option<ChildStdin>,
     pid: u32,
@@ -36,7 +37,7 @@ pub(crate) struct Guarded {
 
 impl Guarded {
     /// Starts `command` (its program, arguments and environment) with its output in `log`.
-    pub(crate) fn spawn(command: &Command, log: &Path) -> Result<Guarded> {
+    pub fn spawn(command: &Command, log: &Path) -> Result<Guarded> {
         let mut args: Vec<OsString> = vec!["-c".into(), GUARD.into(), "strait-guard".into(), log.into()];
         args.push(command.get_program().into());
         args.extend(command.get_args().map(OsString::from));
@@ -87,8 +88,13 @@ impl Guarded {
         Ok(Guarded { guard, stdin, pid })
     }
 
+    /// The program's process id (the program itself, not its guard).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
     /// Whether the guarded program is still alive (not exited, not a zombie).
-    pub(crate) fn is_running(&self) -> bool {
+    pub fn is_running(&self) -> bool {
         match std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
             // The state letter follows the command name, which is in parentheses.
             Ok(stat) => stat
@@ -99,7 +105,7 @@ impl Guarded {
     }
 
     /// Asks the program to stop with SIGTERM and waits up to `grace` for it, then kills it.
-    pub(crate) fn terminate(mut self, grace: Duration) {
+    pub fn terminate(mut self, grace: Duration) {
         let _ = Command::new("kill").args(["-TERM", &self.pid.to_string()]).status();
         let deadline = Instant::now() + grace;
         while self.is_running() && Instant::now() < deadline {
@@ -109,7 +115,7 @@ impl Guarded {
     }
 
     /// Kills the program at once and waits until it is gone.
-    pub(crate) fn stop(&mut self) {
+    pub fn stop(&mut self) {
         self.stdin.take();
         let _ = self.guard.wait();
     }

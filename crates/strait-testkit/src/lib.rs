@@ -11,21 +11,24 @@
 //! kills it as soon as its standard input closes, which the kernel does when our process ends
 //! for any reason (normal exit, panic, Ctrl-C or SIGKILL). Data folders are removed the same way.
 //!
-//! [`tcp_connections`] counts the TCP connections of a process, as the operating system sees them.
-//!
-//! The kit is synchronous (std only) so that one pair of clusters can be shared by tests that
-//! each run on their own async runtime.
+//! The clusters are synchronous (std only) so that one pair of clusters can be shared by tests
+//! that each run on their own async runtime. [`FaultProxy`], a TCP proxy that adds latency or
+//! injects faults between clients and a cluster, runs on the caller's tokio runtime.
+//! [`tcp_connections`] counts the TCP connections of a process, as the operating system sees
+//! them.
 
 mod cluster;
 mod dist;
 mod error;
+mod fault;
 mod guard;
 mod sockets;
 
 pub use cluster::{ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
-pub use dist::{kafka_version, KafkaDist};
+pub use dist::{kafka_version, KafkaDist, MIRROR_MAKER_JVM_OPTIONS};
 pub use error::Error;
-pub use guard::ScratchDir;
+pub use fault::FaultProxy;
+pub use guard::{Guarded, ScratchDir};
 pub use sockets::tcp_connections;
 
 /// The result type of this crate.

@@ -1,0 +1,197 @@
+//! Topic chores on the clusters: batched creation and deletion, end offsets, and a scan of the
+//! record batches a topic holds.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::Context;
+use strait_client::kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use strait_client::kafka_protocol::messages::{ApiKey, DeleteTopicsRequest};
+use strait_client::{KafkaClient, NewTopic, OffsetSpec};
+
+/// Creates `topics`, each with `partitions` partitions, in CreateTopics requests of up to 5 000
+/// partitions each (the KRaft controller refuses a request that makes more than 10 000 metadata
+/// records, one per partition and one per topic: POLICY_VIOLATION "excessively large batch
+/// operation"), then waits until every partition answers.
+pub async fn create_topics(client: &KafkaClient, topics: &[String], partitions: i32) -> anyhow::Result<()> {
+    let per_request = (5_000 / partitions.max(1)).max(1) as usize;
+    for chunk in topics.chunks(per_request) {
+        let new: Vec<NewTopic> = chunk
+            .iter()
+            .map(|name| NewTopic {
+                name: name.clone(),
+                partitions,
+                replication_factor: 1,
+                configs: vec![],
+            })
+            .collect();
+        client
+            .create_topics(&new)
+            .await
+            .with_context(|| format!("creating {} topics", new.len()))?;
+    }
+    // Metadata names leaders before the brokers have created the partitions' logs (thousands
+    // take a while); a producer that starts then meets NOT_LEADER_OR_FOLLOWER and, idempotent,
+    // can stall on OUT_OF_ORDER_SEQUENCE_NUMBER. ListOffsets answers once the leader has the log.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
+    for topic in topics {
+        let metadata = client.wait_for_leaders(topic, Duration::from_secs(300)).await?;
+        let all: Vec<i32> = metadata.partitions.iter().map(|p| p.partition).collect();
+        loop {
+            match client.list_offsets(topic, &all, OffsetSpec::Latest).await {
+                Ok(offsets) if offsets.len() == all.len() => break,
+                result => {
+                    anyhow::ensure!(
+                        tokio::time::Instant::now() < deadline,
+                        "{topic}: partitions not ready after 300 s ({:?})",
+                        result.err()
+                    );
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Deletes `topics` (missing ones are fine) in one DeleteTopics request.
+pub async fn delete_topics(client: &KafkaClient, topics: &[String]) -> anyhow::Result<()> {
+    if topics.is_empty() {
+        return Ok(());
+    }
+    let connection = client.any_connection().await?;
+    let version = connection.version(ApiKey::DeleteTopics)?;
+    let names = || topics.iter().map(|t| strait_client::topic_name(t));
+    let request = if version >= 6 {
+        DeleteTopicsRequest::default().with_topics(
+            names()
+                .map(|n| DeleteTopicState::default().with_name(Some(n)))
+                .collect(),
+        )
+    } else {
+        DeleteTopicsRequest::default().with_topic_names(names().collect())
+    }
+    .with_timeout_ms(60_000);
+    let response = connection.send_version(&request, version).await?;
+    for result in &response.responses {
+        // UNKNOWN_TOPIC_OR_PARTITION: already gone.
+        if result.error_code != 0 && result.error_code != 3 {
+            anyhow::bail!(
+                "deleting {:?}: error {} {:?}",
+                result.name,
+                result.error_code,
+                result.error_message
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The end offset of every partition of `topic` (empty if it does not exist yet).
+pub async fn end_offsets(client: &KafkaClient, topic: &str) -> anyhow::Result<BTreeMap<i32, i64>> {
+    let Some(t) = client
+        .metadata(Some(&[topic]))
+        .await?
+        .topics
+        .remove(topic)
+        .filter(|t| t.error == 0)
+    else {
+        return Ok(BTreeMap::new());
+    };
+    let partitions: Vec<i32> = t.partitions.iter().map(|p| p.partition).collect();
+    if partitions.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    // A topic still being created may have partitions without a leader: nothing yet.
+    Ok(client
+        .list_offsets(topic, &partitions, OffsetSpec::Latest)
+        .await
+        .unwrap_or_default())
+}
+
+/// The records in `topics` together (sum of end offsets; topics with a log start of 0).
+pub async fn records_in(client: &KafkaClient, topics: &[String]) -> anyhow::Result<i64> {
+    let mut sum = 0;
+    for topic in topics {
+        sum += end_offsets(client, topic).await?.values().sum::<i64>();
+    }
+    Ok(sum)
+}
+
+/// What a scan of a topic's record batches found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Contents {
+    /// Records (from batch headers).
+    pub records: i64,
+    /// Record batches.
+    pub batches: u64,
+    /// Bytes of record batches as stored and sent (compressed size).
+    pub bytes: u64,
+}
+
+impl std::ops::AddAssign for Contents {
+    fn add_assign(&mut self, other: Contents) {
+        self.records += other.records;
+        self.batches += other.batches;
+        self.bytes += other.bytes;
+    }
+}
+
+/// Reads every batch header of `topics` (16 partitions at a time) and counts records, batches
+/// and bytes.
+pub async fn scan(client: &KafkaClient, topics: &[String]) -> anyhow::Result<Contents> {
+    let mut work = Vec::new();
+    for topic in topics {
+        for (partition, end) in end_offsets(client, topic).await? {
+            if end > 0 {
+                work.push((topic.clone(), partition, end));
+            }
+        }
+    }
+    let mut total = Contents::default();
+    let mut running = tokio::task::JoinSet::new();
+    let mut work = work.into_iter();
+    loop {
+        while running.len() < 16 {
+            let Some((topic, partition, end)) = work.next() else {
+                break;
+            };
+            let client = client.clone();
+            running.spawn(async move { scan_partition(&client, &topic, partition, end).await });
+        }
+        match running.join_next().await {
+            Some(result) => total += result??,
+            None => break,
+        }
+    }
+    Ok(total)
+}
+
+async fn scan_partition(client: &KafkaClient, topic: &str, partition: i32, end: i64) -> anyhow::Result<Contents> {
+    let mut contents = Contents::default();
+    let mut position = 0;
+    while position < end {
+        let fetched = client
+            .fetch(topic, partition, position, 8 << 20, false)
+            .await
+            .with_context(|| format!("fetching {topic}-{partition} at {position}"))?;
+        let before = position;
+        for batch in strait_wire::RecordBatches::new(fetched.records) {
+            let batch = batch?;
+            if batch.next_offset() <= position {
+                continue; // A batch before the position (fetches start at batch boundaries).
+            }
+            position = batch.next_offset();
+            contents.batches += 1;
+            contents.bytes += batch.size() as u64;
+            if !batch.is_control() {
+                contents.records += i64::from(batch.records_count());
+            }
+        }
+        anyhow::ensure!(
+            position > before,
+            "{topic}-{partition}: no progress at offset {position}"
+        );
+    }
+    Ok(contents)
+}

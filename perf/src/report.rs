@@ -1,0 +1,257 @@
+//! The Markdown report and the SVG chart.
+
+use std::fmt::Write as _;
+
+use crate::bench::{CaseResult, LatencyRow, Run};
+use crate::{Args, Mirror};
+
+/// Everything one benchmark run measured.
+#[derive(Debug, Default)]
+pub struct Results {
+    /// Catch-up cases, in the order run.
+    pub cases: Vec<CaseResult>,
+    /// Steady-stream latencies.
+    pub latency: Vec<LatencyRow>,
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+fn per_gib(run: &Run, case: &CaseResult) -> f64 {
+    run.cpu_s / (case.source.bytes as f64 / GIB)
+}
+
+/// Strait's value over MM2's for a rate (higher is better): `2.1x`.
+fn ratio(strait: f64, mm2: f64) -> String {
+    format!("{:.2}x", strait / mm2.max(1e-9))
+}
+
+/// `4.0x faster` or `1.5x slower`, from the two durations.
+fn faster(strait_s: f64, mm2_s: f64) -> String {
+    if strait_s <= mm2_s {
+        format!("{:.1}x faster", mm2_s / strait_s.max(1e-9))
+    } else {
+        format!("{:.1}x slower", strait_s / mm2_s.max(1e-9))
+    }
+}
+
+/// `38x less` or `2.0x more` for a cost (CPU, memory, sockets, time).
+fn less_is_better(strait: f64, mm2: f64) -> String {
+    if strait <= mm2 {
+        format!("{:.1}x less", mm2 / strait.max(1e-9))
+    } else {
+        format!("{:.1}x more", strait / mm2.max(1e-9))
+    }
+}
+
+fn find(runs: &[Run], mirror: Mirror) -> Option<&Run> {
+    runs.iter().find(|r| r.mirror == mirror)
+}
+
+/// The report, as Markdown.
+pub fn markdown(args: &Args, results: &Results) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Strait against MirrorMaker 2 (Kafka {}, MM2 in dedicated mode with the JVM options of \
+         `connect-mirror-maker.sh`: `{}`), on {} cores ({}); {} broker(s) per cluster, both \
+         clusters on this machine; the mirrors run one after the other on the same data.\n",
+        strait_testkit::kafka_version(),
+        strait_testkit::MIRROR_MAKER_JVM_OPTIONS[..9].join(" "),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        machine(),
+        args.brokers,
+    );
+    if !results.cases.is_empty() {
+        let _ = writeln!(
+            out,
+            "| case | mirror | records/s | MB/s (batches) | catch-up from start | records/s from start | CPU s | CPU s per GiB | CPU µs per source batch | peak RSS MiB | peak sockets | batches written |"
+        );
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
+        for case in &results.cases {
+            let records = case.source.records as f64;
+            for run in &case.runs {
+                if let Some(reason) = &run.failed {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | **failed**: {} | | | | | | | | | |",
+                        case.name,
+                        run.mirror.name(),
+                        short(reason)
+                    );
+                    continue;
+                }
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {:.0} | {:.1} | {:.1} s | {:.0} | {:.1} | {:.1} | {:.0} | {:.0} | {} ({}) | {} |",
+                    case.name,
+                    run.mirror.name(),
+                    records / run.copy_s,
+                    case.source.bytes as f64 / 1e6 / run.copy_s,
+                    run.total_s,
+                    records / run.total_s,
+                    run.cpu_s,
+                    per_gib(run, case),
+                    run.cpu_s * 1e6 / case.source.batches.max(1) as f64,
+                    run.rss_mib,
+                    run.sockets.total,
+                    run.sockets.summary(),
+                    run.target.batches,
+                );
+            }
+            if let (Some(s), Some(m)) = (find(&case.runs, Mirror::Strait), find(&case.runs, Mirror::Mm2)) {
+                if s.failed.is_some() || m.failed.is_some() {
+                    continue;
+                }
+                let _ = writeln!(
+                    out,
+                    "| {} | **Strait/MM2** | **{}** | | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | |",
+                    case.name,
+                    ratio(m.copy_s, s.copy_s),
+                    faster(s.total_s, m.total_s),
+                    ratio(m.total_s, s.total_s),
+                    less_is_better(s.cpu_s, m.cpu_s),
+                    less_is_better(per_gib(s, case), per_gib(m, case)),
+                    less_is_better(s.cpu_s, m.cpu_s),
+                    less_is_better(s.rss_mib, m.rss_mib),
+                    less_is_better(s.sockets.total as f64, m.sockets.total as f64),
+                );
+            }
+        }
+        let _ = writeln!(out);
+        for case in &results.cases {
+            let _ = writeln!(
+                out,
+                "- **{}**: {}; the source holds {} batches, {:.1} MB ({:.3} GiB, {:.0} B per batch).",
+                case.name,
+                case.description,
+                case.source.batches,
+                case.source.bytes as f64 / 1e6,
+                case.source.bytes as f64 / GIB,
+                case.source.bytes as f64 / case.source.batches.max(1) as f64,
+            );
+        }
+    }
+    if !results.latency.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSteady streams (512 B, lz4, 8 partitions; {} s measured after {} s of warm-up), latency \
+             from the record's timestamp to its arrival at Kafka's Java consumer on the target:\n",
+            args.seconds, args.warmup
+        );
+        let _ = writeln!(
+            out,
+            "| records/s | mirror | p50 ms | p99 ms | max ms | measured | CPU s | CPU % of a core | peak sockets |"
+        );
+        let _ = writeln!(out, "|---:|---|---:|---:|---:|---:|---:|---:|---|");
+        for &rate in &args.rates {
+            let rows: Vec<&LatencyRow> = results.latency.iter().filter(|r| r.rate == rate).collect();
+            for row in &rows {
+                if let Some(reason) = &row.failed {
+                    let _ = writeln!(
+                        out,
+                        "| {rate} | {} | **failed**: {} | | | | | | |",
+                        row.mirror.name(),
+                        short(reason)
+                    );
+                    continue;
+                }
+                let _ = writeln!(
+                    out,
+                    "| {rate} | {} | {} | {} | {} | {} | {:.2} | {:.1} | {} ({}) |",
+                    row.mirror.name(),
+                    row.p50,
+                    row.p99,
+                    row.max,
+                    row.measured,
+                    row.cpu_s,
+                    row.cpu_s / row.window_s.max(0.001) * 100.0,
+                    row.sockets.total,
+                    row.sockets.summary(),
+                );
+            }
+            let get = |m: Mirror| rows.iter().find(|r| r.mirror == m);
+            if let (Some(s), Some(m)) = (get(Mirror::Strait), get(Mirror::Mm2)) {
+                if s.failed.is_some() || m.failed.is_some() {
+                    continue;
+                }
+                let _ = writeln!(
+                    out,
+                    "| {rate} | **Strait/MM2** | **{}** | **{}** | **{}** | | **{}** | | |",
+                    less_is_better(s.p50 as f64, m.p50 as f64),
+                    less_is_better(s.p99 as f64, m.p99 as f64),
+                    less_is_better(s.max as f64, m.max as f64),
+                    less_is_better(s.cpu_s, m.cpu_s),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The first line of a failure, short enough for a table cell, without `|`.
+fn short(reason: &str) -> String {
+    let line = reason.lines().next().unwrap_or_default().replace('|', "/");
+    match line.char_indices().nth(240) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
+}
+
+/// How many runs failed.
+pub fn failures(results: &Results) -> usize {
+    results
+        .cases
+        .iter()
+        .flat_map(|c| &c.runs)
+        .filter(|r| r.failed.is_some())
+        .count()
+        + results.latency.iter().filter(|r| r.failed.is_some()).count()
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned())
+            })
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    format!("{cpu}, {}", std::env::consts::ARCH)
+}
+
+/// A bar chart of CPU seconds per GiB per case, Strait next to MM2.
+pub fn chart(results: &Results) -> String {
+    let cases: Vec<&CaseResult> = results.cases.iter().filter(|c| !c.runs.is_empty()).collect();
+    let max = cases
+        .iter()
+        .flat_map(|c| c.runs.iter().filter(|r| r.failed.is_none()).map(move |r| per_gib(r, c)))
+        .fold(1.0, f64::max);
+    let (width, height) = (130 * cases.len().max(1) + 80, 300);
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <text x=\"10\" y=\"18\">CPU seconds per GiB mirrored (lower is better): Strait (blue) vs MirrorMaker 2 (grey)</text>\n"
+    );
+    for (i, case) in cases.iter().enumerate() {
+        let x = 60 + i * 130;
+        for (j, mirror) in [Mirror::Strait, Mirror::Mm2].into_iter().enumerate() {
+            let Some(run) = find(&case.runs, mirror).filter(|r| r.failed.is_none()) else {
+                continue;
+            };
+            let value = per_gib(run, case);
+            let color = if mirror == Mirror::Strait { "#1f77b4" } else { "#888888" };
+            let h = (value / max * 220.0).max(1.0);
+            let bx = x + j * 40;
+            let _ = writeln!(
+                svg,
+                "<rect x=\"{bx}\" y=\"{:.0}\" width=\"36\" height=\"{h:.0}\" fill=\"{color}\"/>",
+                260.0 - h
+            );
+            let _ = writeln!(svg, "<text x=\"{bx}\" y=\"{:.0}\">{value:.1}</text>", 255.0 - h);
+        }
+        let _ = writeln!(svg, "<text x=\"{x}\" y=\"280\">{}</text>", case.name);
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
