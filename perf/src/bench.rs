@@ -64,8 +64,10 @@ impl Side {
 }
 
 fn cluster_options(name: &str) -> ClusterOptions {
+    // Brokers as bin/kafka-server-start.sh runs them: a 1 GiB heap and G1.
     ClusterOptions {
         heap: "1g".into(),
+        kafka_jvm: true,
         ..ClusterOptions::new(name)
     }
     // Deleted topics (the benchmark deletes each run's) give their files back soon.
@@ -285,6 +287,34 @@ impl Bench {
     }
 
     /// `long`: several GiB, so that start-up does not dominate CPU per GiB.
+    /// InitProducerId once, then `--producer-ids` times at once: the start-up cost of one
+    /// producer id per target cluster against one per partition.
+    pub async fn producer_ids(&mut self) -> anyhow::Result<crate::report::ProducerIdsRow> {
+        let client = self.target.client.clone();
+        client.init_producer_id().await?; // Warms the connection and the coordinator up.
+        let started = std::time::Instant::now();
+        client.init_producer_id().await?;
+        let one_s = started.elapsed().as_secs_f64();
+        let partitions = self.args.producer_ids;
+        let started = std::time::Instant::now();
+        let requests: Vec<_> = (0..partitions)
+            .map(|_| {
+                let client = client.clone();
+                tokio::spawn(async move { client.init_producer_id().await })
+            })
+            .collect();
+        for request in requests {
+            request.await??;
+        }
+        let each_s = started.elapsed().as_secs_f64();
+        println!("[producer-ids] one: {:.1} ms; {partitions} at once: {each_s:.2} s", one_s * 1000.0);
+        Ok(crate::report::ProducerIdsRow {
+            partitions,
+            one_s,
+            each_s,
+        })
+    }
+
     pub async fn long(&mut self) -> anyhow::Result<CaseResult> {
         let records = self.args.long_records;
         let spec = Spec {

@@ -6,7 +6,8 @@
 //! Cases (`--cases`): `catch-up` per codec, `wide` (many topics and partitions), `wide-10k`
 //! (10 000 partitions), `latency` (steady streams, judged by Kafka's Java consumer), `wan` (a
 //! delay proxy between the mirrors and the source), `long` (several GiB) and `small-batches`
-//! (16 KiB source batches, CPU per forwarded batch). See `perf/README.md`.
+//! (16 KiB source batches, CPU per forwarded batch), and `producer-ids` (the start-up cost of a
+//! producer id per partition). See `perf/README.md`.
 
 mod bench;
 mod kafka;
@@ -35,6 +36,9 @@ pub enum Case {
     Long,
     /// `--small-records` of 512 B, lz4, in the Java producer's default 16 KiB batches.
     SmallBatches,
+    /// The start-up cost of a producer id per partition against one per target cluster:
+    /// `--producer-ids` InitProducerId requests against one.
+    ProducerIds,
 }
 
 /// A mirror under test.
@@ -122,6 +126,9 @@ pub struct Args {
     /// small-batches: records of 512 B, lz4.
     #[arg(long, default_value_t = 1_000_000)]
     pub small_records: u64,
+    /// producer-ids: InitProducerId requests, as many as partitions with a producer id each.
+    #[arg(long, default_value_t = 10_000)]
+    pub producer_ids: usize,
     /// Longest wait for one mirror to catch up, in seconds.
     #[arg(long, default_value_t = 1800)]
     pub timeout: u64,
@@ -162,6 +169,7 @@ async fn main() -> anyhow::Result<()> {
                 Case::Wan => results.cases.push(bench.wan().await?),
                 Case::Long => results.cases.push(bench.long().await?),
                 Case::SmallBatches => results.cases.push(bench.small_batches().await?),
+                Case::ProducerIds => results.producer_ids = Some(bench.producer_ids().await?),
             }
             Ok(())
         }

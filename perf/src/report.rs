@@ -12,6 +12,20 @@ pub struct Results {
     pub cases: Vec<CaseResult>,
     /// Steady-stream latencies.
     pub latency: Vec<LatencyRow>,
+    /// The start-up cost of producer ids.
+    pub producer_ids: Option<ProducerIdsRow>,
+}
+
+/// InitProducerId at start: one for the target cluster, or one per partition.
+#[derive(Debug, Clone)]
+pub struct ProducerIdsRow {
+    /// Requests of the per-partition variant.
+    pub partitions: usize,
+    /// Seconds for one request.
+    pub one_s: f64,
+    /// Seconds for `partitions` requests, all sent at once (as per-partition pipelines did at
+    /// start) on the client's connection.
+    pub each_s: f64,
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -130,6 +144,17 @@ pub fn markdown(args: &Args, results: &Results) -> String {
                 case.source.bytes as f64 / case.source.batches.max(1) as f64,
             );
         }
+    }
+    if let Some(ids) = &results.producer_ids {
+        let _ = writeln!(
+            out,
+            "\nProducer ids at start (InitProducerId on the target): one for the cluster took {:.1} ms; \
+             one per partition, {} requests sent at once, took {:.2} s ({:.0}x).\n",
+            ids.one_s * 1000.0,
+            ids.partitions,
+            ids.each_s,
+            ids.each_s / ids.one_s.max(1e-9),
+        );
     }
     if !results.latency.is_empty() {
         let _ = writeln!(

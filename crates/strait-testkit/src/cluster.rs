@@ -24,6 +24,10 @@ pub struct ClusterOptions {
     pub heap: String,
     /// Whether to open secure listeners too (see [`ClusterOptions::secure`]).
     pub secure: bool,
+    /// Whether the broker runs with the JVM options of Kafka's own scripts (G1, see
+    /// [`crate::KAFKA_JVM_PERFORMANCE_OPTIONS`]) rather than the test kit's SerialGC, which
+    /// keeps many test clusters small: for benchmarks, whose latencies the collector shows in.
+    pub kafka_jvm: bool,
 }
 
 impl ClusterOptions {
@@ -34,6 +38,7 @@ impl ClusterOptions {
             properties: Vec::new(),
             heap: "512m".into(),
             secure: false,
+            kafka_jvm: false,
         }
     }
 
@@ -305,7 +310,12 @@ fn server_properties(
 /// Starts the JVM of the node in `dir` (its `server.properties`) and waits until it answers on
 /// `port`.
 fn start_jvm(dist: &KafkaDist, options: &ClusterOptions, dir: &Path, port: u16) -> Result<Guarded> {
-    let mut command = dist.jvm(&options.heap, &dir.join("log4j2.xml"), &[], "kafka.Kafka");
+    let gc: &[&str] = if options.kafka_jvm {
+        crate::KAFKA_JVM_PERFORMANCE_OPTIONS
+    } else {
+        &["-XX:+UseSerialGC"]
+    };
+    let mut command = dist.jvm(&options.heap, &dir.join("log4j2.xml"), gc, "kafka.Kafka");
     command.arg(dir.join("server.properties"));
     let process = Guarded::spawn(&command, &dir.join("stdout.log"))?;
     let deadline = Instant::now() + START_TIMEOUT;

@@ -16,6 +16,18 @@ const TOOLS_LOG4J2: &str = r#"<Configuration status="WARN">
 </Configuration>
 "#;
 
+/// `bin/kafka-run-class.sh`'s default `KAFKA_JVM_PERFORMANCE_OPTS` (G1), with which Kafka's
+/// scripts start brokers and MirrorMaker 2.
+pub const KAFKA_JVM_PERFORMANCE_OPTIONS: &[&str] = &[
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-Djava.awt.headless=true",
+];
+
 /// The JVM options `bin/connect-mirror-maker.sh` runs MirrorMaker 2 with: its
 /// `KAFKA_HEAP_OPTS` (`-Xms256M -Xmx2G`), then `bin/kafka-run-class.sh`'s default
 /// `KAFKA_JVM_PERFORMANCE_OPTS` (G1) and `KAFKA_JMX_OPTS` (local JMX, no port), in the script's
@@ -117,7 +129,7 @@ impl KafkaDist {
         self.jvm(
             "512m",
             &self.home.join("log4j2-tools.xml"),
-            &["-XX:TieredStopAtLevel=1"],
+            &["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"],
             main_class,
         )
     }
@@ -125,7 +137,7 @@ impl KafkaDist {
     /// A `java` command for a long-running program (MirrorMaker 2, for example): `heap` (e.g.
     /// `1g`), full JIT, quiet logging.
     pub fn jvm_command(&self, heap: &str, main_class: &str) -> Command {
-        self.jvm(heap, &self.home.join("log4j2-tools.xml"), &[], main_class)
+        self.jvm(heap, &self.home.join("log4j2-tools.xml"), &["-XX:+UseSerialGC"], main_class)
     }
 
     /// A `java` command with exactly `jvm_options` (heap, garbage collector and the like: none
@@ -152,14 +164,13 @@ impl KafkaDist {
         self.java_with_options(MIRROR_MAKER_JVM_OPTIONS, "org.apache.kafka.connect.mirror.MirrorMaker")
     }
 
-    /// A `java` command with the given heap, log4j2 configuration and extra JVM options; the
-    /// caller adds `main_class`'s arguments.
+    /// A `java` command with the given heap, log4j2 configuration and JVM options (the garbage
+    /// collector among them); the caller adds `main_class`'s arguments.
     pub(crate) fn jvm(&self, heap: &str, log4j2: &Path, options: &[&str], main_class: &str) -> Command {
         let mut command = Command::new("java");
         command
             .arg(format!("-Xms{heap}"))
             .arg(format!("-Xmx{heap}"))
-            .arg("-XX:+UseSerialGC")
             .arg(format!("-Dlog4j2.configurationFile={}", log4j2.display()))
             .args(options)
             .arg("-cp")

@@ -25,7 +25,7 @@ mod guard;
 mod sockets;
 
 pub use cluster::{ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
-pub use dist::{kafka_version, KafkaDist, MIRROR_MAKER_JVM_OPTIONS};
+pub use dist::{kafka_version, KafkaDist, KAFKA_JVM_PERFORMANCE_OPTIONS, MIRROR_MAKER_JVM_OPTIONS};
 pub use error::Error;
 pub use fault::FaultProxy;
 pub use guard::{Guarded, ScratchDir};
