@@ -26,11 +26,11 @@ use tokio::task::JoinHandle;
 use crate::budget::Budget;
 use crate::offset_syncs::OffsetSyncs;
 use crate::progress::ProgressStore;
-use crate::sink::producer::{self, ProduceSettings, ProducerHandle, SinkContext};
+use crate::sink::producer::{self, ProduceSettings, SinkContext};
 use crate::sink::producer_id::ProducerIds;
 use crate::sink::queue::PartitionQueue;
 use crate::source::cursor::Cursor;
-use crate::source::fetcher::{self, FetcherHandle, SourceContext};
+use crate::source::fetcher::{self, SourceContext};
 use crate::{MirrorError, Stats};
 
 /// Bytes of fetched batches a partition's queue holds before its fetching pauses, as a multiple
@@ -204,8 +204,10 @@ struct Router {
     source: Arc<SourceContext>,
     sink: Arc<SinkContext>,
     resume: Arc<Notify>,
-    fetchers: HashMap<(i32, u16), FetcherHandle>,
-    producers: HashMap<(i32, u16), ProducerHandle>,
+    /// Fetchers by source broker and shard.
+    fetchers: HashMap<(i32, u16), Worker<Cursor>>,
+    /// Producers by target broker and shard.
+    producers: HashMap<(i32, u16), Worker<Arc<PartitionQueue>>>,
     stop_fetchers: watch::Sender<bool>,
     stop_producers: watch::Sender<bool>,
     /// Every partition ever added (stopped ones included: they stay stopped until a restart,
@@ -420,18 +422,10 @@ impl Router {
                 None => waiting.push(cursor),
             }
         }
-        for (key, cursors) in placed {
-            let fetcher = self
-                .fetchers
-                .entry(key)
-                .or_insert_with(|| FetcherHandle::start(key.0, self.source.clone(), self.stop_fetchers.subscribe()));
-            if let Err(mpsc::error::SendError(fetcher::Command::Adopt(cursors))) =
-                fetcher.commands.send(fetcher::Command::Adopt(cursors))
-            {
-                waiting.extend(cursors);
-                self.fetchers.remove(&key);
-            }
-        }
+        let (context, stop) = (self.source.clone(), self.stop_fetchers.clone());
+        waiting.extend(hand_over(&mut self.fetchers, placed, |broker| {
+            fetcher::start(broker, context.clone(), stop.subscribe())
+        }));
         waiting
     }
 
@@ -460,20 +454,38 @@ impl Router {
                 None => waiting.push(queue),
             }
         }
-        for (key, queues) in placed {
-            let producer = self
-                .producers
-                .entry(key)
-                .or_insert_with(|| ProducerHandle::start(key.0, self.sink.clone(), self.stop_producers.subscribe()));
-            if let Err(mpsc::error::SendError(producer::Command::Adopt(queues))) =
-                producer.commands.send(producer::Command::Adopt(queues))
-            {
-                waiting.extend(queues);
-                self.producers.remove(&key);
-            }
-        }
+        let (context, stop) = (self.sink.clone(), self.stop_producers.clone());
+        waiting.extend(hand_over(&mut self.producers, placed, |broker| {
+            producer::start(broker, context.clone(), stop.subscribe())
+        }));
         waiting
     }
+}
+
+/// A fetcher or producer task, and where to hand it partitions.
+#[derive(Debug)]
+pub(crate) struct Worker<T> {
+    /// Partitions it takes on from now on.
+    pub adopt: mpsc::UnboundedSender<Vec<T>>,
+    pub task: JoinHandle<()>,
+}
+
+/// Hands each group of `placed` to the worker of its (broker, shard), started with `start`
+/// when there is none; returns what could not be handed (to a worker that ended).
+fn hand_over<T>(
+    workers: &mut HashMap<(i32, u16), Worker<T>>,
+    placed: HashMap<(i32, u16), Vec<T>>,
+    start: impl Fn(i32) -> Worker<T>,
+) -> Vec<T> {
+    let mut unplaced = Vec::new();
+    for (key, partitions) in placed {
+        let worker = workers.entry(key).or_insert_with(|| start(key.0));
+        if let Err(mpsc::error::SendError(partitions)) = worker.adopt.send(partitions) {
+            unplaced.extend(partitions);
+            workers.remove(&key);
+        }
+    }
+    unplaced
 }
 
 /// The leader of every partition of `topics` that has one.

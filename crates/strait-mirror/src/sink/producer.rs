@@ -18,9 +18,8 @@ use strait_client::{
     KafkaClient, PartitionRecords, TopicRecords,
 };
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
 
-use crate::data_path::Event;
+use crate::data_path::{Event, Worker};
 use crate::sink::producer_id::ProducerIds;
 use crate::sink::queue::{Next, PartitionQueue, Settled};
 use crate::sink::ReadyQueues;
@@ -60,38 +59,29 @@ pub(crate) struct SinkContext {
     pub connection: ConnectionConfig,
 }
 
-/// What a producer is told.
-#[derive(Debug)]
-pub(crate) enum Command {
-    /// Send these partitions from now on.
-    Adopt(Vec<Arc<PartitionQueue>>),
-}
-
-/// A running producer.
-#[derive(Debug)]
-pub(crate) struct ProducerHandle {
-    pub commands: mpsc::UnboundedSender<Command>,
-    pub task: JoinHandle<()>,
-}
-
-impl ProducerHandle {
-    /// Starts the producer of target broker `broker`; it drains and ends when `stop` turns true.
-    pub(crate) fn start(broker: i32, context: Arc<SinkContext>, stop: watch::Receiver<bool>) -> ProducerHandle {
-        let (commands, receiver) = mpsc::unbounded_channel();
-        let producer = TargetProducer {
-            broker,
-            identity_changes: context.ids.subscribe(),
-            context,
-            ready: Arc::new(ReadyQueues::default()),
-            queues: HashMap::new(),
-            connection: None,
-            in_flight: VecDeque::new(),
-            timers: BTreeMap::new(),
-            awaiting_id: Vec::new(),
-            connect_backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(5)),
-        };
-        let task = tokio::spawn(producer.run(receiver, stop));
-        ProducerHandle { commands, task }
+/// Starts a producer of target broker `broker`: it sends the queues it is handed, and drains
+/// and ends when `stop` turns true.
+pub(crate) fn start(
+    broker: i32,
+    context: Arc<SinkContext>,
+    stop: watch::Receiver<bool>,
+) -> Worker<Arc<PartitionQueue>> {
+    let (adopt, queues) = mpsc::unbounded_channel();
+    let producer = TargetProducer {
+        broker,
+        identity_changes: context.ids.subscribe(),
+        context,
+        ready: Arc::new(ReadyQueues::default()),
+        queues: HashMap::new(),
+        connection: None,
+        in_flight: VecDeque::new(),
+        timers: BTreeMap::new(),
+        awaiting_id: Vec::new(),
+        connect_backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(5)),
+    };
+    Worker {
+        adopt,
+        task: tokio::spawn(producer.run(queues, stop)),
     }
 }
 
@@ -126,7 +116,11 @@ struct TargetProducer {
 }
 
 impl TargetProducer {
-    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>, mut stop: watch::Receiver<bool>) {
+    async fn run(
+        mut self,
+        mut adopted: mpsc::UnboundedReceiver<Vec<Arc<PartitionQueue>>>,
+        mut stop: watch::Receiver<bool>,
+    ) {
         let mut stopping = *stop.borrow();
         loop {
             if !stopping {
@@ -143,8 +137,8 @@ impl TargetProducer {
                     let request = self.in_flight.pop_front().expect("an answer is of the first request");
                     self.handle_answer(request, answer);
                 }
-                command = commands.recv(), if !stopping => match command {
-                    Some(Command::Adopt(queues)) => self.adopt(queues),
+                queues = adopted.recv(), if !stopping => match queues {
+                    Some(queues) => self.adopt(queues),
                     None => stopping = true,
                 },
                 _ = stop.changed(), if !stopping => stopping = true,

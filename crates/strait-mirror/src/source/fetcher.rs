@@ -17,10 +17,9 @@ use strait_client::{
     OffsetSpec, PartitionKey,
 };
 use tokio::sync::{mpsc, watch, Notify};
-use tokio::task::JoinHandle;
 
 use crate::budget::Budget;
-use crate::data_path::Event;
+use crate::data_path::{Event, Worker};
 use crate::sink::queue::Entry;
 use crate::source::cursor::{Cursor, Taken};
 use crate::{MirrorError, Stats};
@@ -54,38 +53,25 @@ pub(crate) struct SourceContext {
     pub resume: Arc<Notify>,
 }
 
-/// What a fetcher is told.
-#[derive(Debug)]
-pub(crate) enum Command {
-    /// Fetch these partitions from now on.
-    Adopt(Vec<Cursor>),
-}
-
-/// A running fetcher.
-#[derive(Debug)]
-pub(crate) struct FetcherHandle {
-    pub commands: mpsc::UnboundedSender<Command>,
-    pub task: JoinHandle<()>,
-}
-
-impl FetcherHandle {
-    /// Starts a fetcher of source broker `broker`; it ends when `stop` turns true.
-    pub(crate) fn start(broker: i32, context: Arc<SourceContext>, stop: watch::Receiver<bool>) -> FetcherHandle {
-        let (commands, receiver) = mpsc::unbounded_channel();
-        let fetcher = Fetcher {
-            broker,
-            _share: context.budget.register_fetcher(),
-            context,
-            cursors: HashMap::new(),
-            paused: HashSet::new(),
-            leased: HashSet::new(),
-            session: FetchSession::new(),
-            connection: None,
-            failures: 0,
-            backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(5)),
-        };
-        let task = tokio::spawn(fetcher.run(receiver, stop));
-        FetcherHandle { commands, task }
+/// Starts a fetcher of source broker `broker`: it fetches the cursors it is handed, and ends
+/// when `stop` turns true.
+pub(crate) fn start(broker: i32, context: Arc<SourceContext>, stop: watch::Receiver<bool>) -> Worker<Cursor> {
+    let (adopt, cursors) = mpsc::unbounded_channel();
+    let fetcher = Fetcher {
+        broker,
+        _share: context.budget.register_fetcher(),
+        context,
+        cursors: HashMap::new(),
+        paused: HashSet::new(),
+        leased: HashSet::new(),
+        session: FetchSession::new(),
+        connection: None,
+        failures: 0,
+        backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(5)),
+    };
+    Worker {
+        adopt,
+        task: tokio::spawn(fetcher.run(cursors, stop)),
     }
 }
 
@@ -107,7 +93,7 @@ struct Fetcher {
 }
 
 impl Fetcher {
-    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>, mut stop: watch::Receiver<bool>) {
+    async fn run(mut self, mut adopted: mpsc::UnboundedReceiver<Vec<Cursor>>, mut stop: watch::Receiver<bool>) {
         let resume = self.context.resume.clone();
         loop {
             if *stop.borrow() {
@@ -116,15 +102,15 @@ impl Fetcher {
             let resumed = resume.notified();
             tokio::pin!(resumed);
             resumed.as_mut().enable();
-            while let Ok(command) = commands.try_recv() {
-                self.handle(command);
+            while let Ok(cursors) = adopted.try_recv() {
+                self.adopt(cursors);
             }
             self.review();
             if self.session.is_empty() {
                 // Nothing to fetch: wait for partitions, room in a queue, or the end.
                 tokio::select! {
-                    command = commands.recv() => match command {
-                        Some(command) => self.handle(command),
+                    cursors = adopted.recv() => match cursors {
+                        Some(cursors) => self.adopt(cursors),
                         None => break,
                     },
                     _ = &mut resumed => {}
@@ -143,23 +129,20 @@ impl Fetcher {
         drop(cursors);
     }
 
-    fn handle(&mut self, command: Command) {
-        match command {
-            Command::Adopt(cursors) => {
-                for cursor in cursors {
-                    let key = cursor.key();
-                    if cursor.preferred.is_some_and(|(broker, _)| broker == self.broker) {
-                        self.leased.insert(key.clone());
-                    }
-                    if cursor.queue.accepts_more() {
-                        self.session
-                            .fetch(key.clone(), cursor.fetch_position(self.context.partition_max_bytes));
-                    } else {
-                        self.pause(&key, &cursor);
-                    }
-                    self.cursors.insert(key, cursor);
-                }
+    /// Fetches these partitions from now on.
+    fn adopt(&mut self, cursors: Vec<Cursor>) {
+        for cursor in cursors {
+            let key = cursor.key();
+            if cursor.preferred.is_some_and(|(broker, _)| broker == self.broker) {
+                self.leased.insert(key.clone());
             }
+            if cursor.queue.accepts_more() {
+                self.session
+                    .fetch(key.clone(), cursor.fetch_position(self.context.partition_max_bytes));
+            } else {
+                self.pause(&key, &cursor);
+            }
+            self.cursors.insert(key, cursor);
         }
     }
 
