@@ -518,24 +518,40 @@ impl KafkaClient {
 
     /// Waits until every partition of `topic` has a leader, for at most `timeout`.
     pub async fn wait_for_leaders(&self, topic: &str, timeout: Duration) -> Result<TopicMetadata> {
+        let mut topics = self.wait_for_leaders_of(&[topic], timeout).await?;
+        Ok(topics.remove(topic).expect("every topic waited for is returned"))
+    }
+
+    /// Waits until every partition of every topic of `topics` has a leader, for at most
+    /// `timeout`: one Metadata request for all of them at a time.
+    pub async fn wait_for_leaders_of(
+        &self,
+        topics: &[&str],
+        timeout: Duration,
+    ) -> Result<BTreeMap<String, TopicMetadata>> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let metadata = self.metadata(Some(&[topic])).await?;
-            if let Some(t) = metadata.topics.get(topic) {
-                if t.error == 0
-                    && !t.partitions.is_empty()
-                    && t.partitions.iter().all(|p| p.error == 0 && p.leader >= 0)
-                {
-                    return Ok(t.clone());
+            let mut metadata = self.metadata(Some(topics)).await?;
+            let ready = |name: &&str| {
+                metadata.topics.get(*name).is_some_and(|t| {
+                    t.error == 0
+                        && !t.partitions.is_empty()
+                        && t.partitions.iter().all(|p| p.error == 0 && p.leader >= 0)
+                })
+            };
+            match topics.iter().find(|name| !ready(name)) {
+                None => {
+                    metadata.topics.retain(|name, _| topics.contains(&name.as_str()));
+                    return Ok(metadata.topics);
                 }
+                Some(waiting) if tokio::time::Instant::now() > deadline => {
+                    return Err(Error::Timeout {
+                        what: format!("leaders for topic {waiting}"),
+                        after_ms: timeout.as_millis() as u64,
+                    });
+                }
+                Some(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             }
-            if tokio::time::Instant::now() > deadline {
-                return Err(Error::Timeout {
-                    what: format!("leaders for topic {topic}"),
-                    after_ms: timeout.as_millis() as u64,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 }

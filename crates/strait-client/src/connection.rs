@@ -24,9 +24,10 @@ use crate::{AuthenticationFailure, Error, KafkaCode, Result};
 
 /// The largest response frame we accept; larger sizes mean a broken stream.
 const MAX_FRAME: usize = 256 * 1024 * 1024;
-/// How much more room a frame's buffer takes at a time while it arrives: the size comes from
-/// the peer, and a frame announced as 256 MiB may never arrive.
-const FRAME_GROWTH: usize = 8 * 1024 * 1024;
+/// How much room a frame's buffer takes at a time while it arrives: the size comes from the
+/// peer, and a frame announced as 256 MiB may never arrive. A Fetch response within the default
+/// `fetch.max.bytes` (50 MiB) gets its room at once, so it is never moved while it grows.
+const FRAME_GROWTH: usize = 64 * 1024 * 1024;
 /// Frames from this size on get an allocation of their own, exactly their size; smaller ones are
 /// copied out of the shared read buffer. Either way a frame holds no memory but its own: record
 /// batches are handed on without copying and may live until the target acknowledges them, so

@@ -29,6 +29,9 @@ const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 const PROGRESS_REPLICATION_FACTOR: i16 = 3;
 /// Longest pause between attempts to start a flow.
 const START_UP_MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Partitions created with one CreateTopics request at most: a KRaft controller refuses a
+/// request of more than 10 000 records (a record per partition, and one per topic).
+const CREATE_PARTITIONS_AT_ONCE: i32 = 5_000;
 /// How long a replica the leader prefers (KIP-392) is fetched from before the leader is asked
 /// again: Java's `metadata.max.age.ms` default.
 const PREFERRED_REPLICA_LEASE: Duration = Duration::from_secs(300);
@@ -381,12 +384,15 @@ async fn discover(
     } else {
         (flow.replication_factor as i16).min(target_brokers)
     };
+    let target_error = |error| MirrorError::client(&flow.target.alias, error);
     let mut routes = Vec::new();
+    let mut new_topics = Vec::new();
+    // Remote topics created or grown now: their partitions are mirrored once they have leaders.
+    let mut changed: Vec<(&String, String, i32)> = Vec::new();
     for (topic, metadata) in replicated_topics(flow, &source_metadata) {
         let remote = flow.remote_topic(topic);
         let partitions = metadata.partitions.len() as i32;
-        let target_error = |error| MirrorError::client(&flow.target.alias, error);
-        let changed = match target_metadata.topics.get(&remote) {
+        match target_metadata.topics.get(&remote) {
             None => {
                 tracing::info!(flow = %flow.name(), topic, remote, partitions, replication_factor, "creating remote topic");
                 // Created with the source's configs, as MM2 does (`config.properties.exclude` applies).
@@ -399,14 +405,13 @@ async fn discover(
                 } else {
                     Vec::new()
                 };
-                let new_topic = NewTopic {
+                new_topics.push(NewTopic {
                     name: remote.clone(),
                     partitions,
                     replication_factor,
                     configs,
-                };
-                target.create_topics(&[new_topic]).await.map_err(target_error)?;
-                true
+                });
+                changed.push((topic, remote, partitions));
             }
             // The source gained partitions: so does the remote topic (it never shrinks).
             Some(existing) if (existing.partitions.len() as i32) < partitions => {
@@ -415,21 +420,49 @@ async fn discover(
                     .create_partitions(&remote, partitions)
                     .await
                     .map_err(target_error)?;
-                true
+                changed.push((topic, remote, partitions));
             }
-            Some(_) => false,
-        };
-        if changed {
-            let remote_metadata = target
-                .wait_for_leaders(&remote, Duration::from_secs(60))
+            Some(_) => routes.extend((0..partitions).map(|p| Route::new(topic, &remote, p))),
+        }
+    }
+    // Many topics per CreateTopics request, within what a KRaft controller takes in one.
+    let mut batch: Vec<NewTopic> = Vec::new();
+    for topic in new_topics {
+        if !batch.is_empty()
+            && batch.iter().map(|t| t.partitions).sum::<i32>() + topic.partitions > CREATE_PARTITIONS_AT_ONCE
+        {
+            target
+                .create_topics(&std::mem::take(&mut batch))
                 .await
                 .map_err(target_error)?;
-            if (remote_metadata.partitions.len() as i32) < partitions {
-                continue; // Metadata not caught up yet; the next refresh picks the new partitions up.
-            }
         }
-        for partition in &metadata.partitions {
-            routes.push(Route::new(topic, &remote, partition.partition));
+        batch.push(topic);
+    }
+    if !batch.is_empty() {
+        target.create_topics(&batch).await.map_err(target_error)?;
+    }
+    if !changed.is_empty() {
+        let names: Vec<&str> = changed.iter().map(|(_, remote, _)| remote.as_str()).collect();
+        let remote_metadata = target
+            .wait_for_leaders_of(&names, Duration::from_secs(60))
+            .await
+            .map_err(target_error)?;
+        for (topic, remote, partitions) in changed {
+            // Metadata not caught up yet: the next refresh picks the new partitions up.
+            let ready = remote_metadata
+                .get(&remote)
+                .is_some_and(|t| t.partitions.len() as i32 >= partitions);
+            if !ready {
+                continue;
+            }
+            // A new partition's leader is named before it takes writes (NOT_LEADER_OR_FOLLOWER
+            // for a while): once it answers ListOffsets, it does.
+            let all: Vec<i32> = (0..partitions).collect();
+            target
+                .list_offsets(&remote, &all, strait_client::OffsetSpec::Latest)
+                .await
+                .map_err(target_error)?;
+            routes.extend((0..partitions).map(|p| Route::new(topic, &remote, p)));
         }
     }
     Ok(routes)

@@ -718,10 +718,18 @@ impl PartitionQueue {
     pub(crate) fn failed(&self, request: u64, error: Error) {
         self.with_state(|state| {
             let message = error.to_string();
+            let leader_moved = Remedy::for_error(&error) == Remedy::Rehome;
             if state.failed(request, error) {
                 let (first, last) = state.front_offsets().unwrap_or_default();
-                tracing::warn!(topic = %self.route.source_topic, partition = self.route.partition,
-                    "producing source offsets {first}..={last} failed: {message}; sending again in order");
+                // Leaders move routinely (a broker restarts, partitions are rebalanced), and
+                // then thousands of partitions say so at once: counted in strait_errors_total.
+                if leader_moved {
+                    tracing::debug!(topic = %self.route.source_topic, partition = self.route.partition,
+                        "producing source offsets {first}..={last} failed: {message}; sending again from the leader");
+                } else {
+                    tracing::warn!(topic = %self.route.source_topic, partition = self.route.partition,
+                        "producing source offsets {first}..={last} failed: {message}; sending again in order");
+                }
             }
         });
     }
