@@ -291,7 +291,13 @@ impl Bench {
     /// producer id per target cluster against one per partition.
     pub async fn producer_ids(&mut self) -> anyhow::Result<crate::report::ProducerIdsRow> {
         let client = self.target.client.clone();
-        client.init_producer_id().await?; // Warms the connection and the coordinator up.
+        // Warms the connection up, and waits out a transaction coordinator still loading.
+        let mut tries = 0;
+        while let Err(error) = client.init_producer_id().await {
+            tries += 1;
+            anyhow::ensure!(error.is_retriable() && tries < 100, "InitProducerId: {error}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
         let started = std::time::Instant::now();
         client.init_producer_id().await?;
         let one_s = started.elapsed().as_secs_f64();
@@ -307,7 +313,10 @@ impl Bench {
             request.await??;
         }
         let each_s = started.elapsed().as_secs_f64();
-        println!("[producer-ids] one: {:.1} ms; {partitions} at once: {each_s:.2} s", one_s * 1000.0);
+        println!(
+            "[producer-ids] one: {:.1} ms; {partitions} at once: {each_s:.2} s",
+            one_s * 1000.0
+        );
         Ok(crate::report::ProducerIdsRow {
             partitions,
             one_s,

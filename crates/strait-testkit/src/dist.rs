@@ -137,7 +137,12 @@ impl KafkaDist {
     /// A `java` command for a long-running program (MirrorMaker 2, for example): `heap` (e.g.
     /// `1g`), full JIT, quiet logging.
     pub fn jvm_command(&self, heap: &str, main_class: &str) -> Command {
-        self.jvm(heap, &self.home.join("log4j2-tools.xml"), &["-XX:+UseSerialGC"], main_class)
+        self.jvm(
+            heap,
+            &self.home.join("log4j2-tools.xml"),
+            &["-XX:+UseSerialGC"],
+            main_class,
+        )
     }
 
     /// A `java` command with exactly `jvm_options` (heap, garbage collector and the like: none
