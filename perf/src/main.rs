@@ -148,6 +148,15 @@ pub struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    for (device, kb) in procfs::read_ahead_kb() {
+        if kb > 1024 {
+            eprintln!(
+                "warning: /sys/block/{device}/queue/read_ahead_kb is {kb}: brokers read that much \
+                 on the first touch of each fresh partition's index, so the wide cases measure the \
+                 disk; Linux's default is 128 (as root: echo 128 > /sys/block/{device}/queue/read_ahead_kb)"
+            );
+        }
+    }
     let mut bench = bench::Bench::start(args.clone()).await?;
     let mut results = report::Results::default();
     let mut broken = 0;

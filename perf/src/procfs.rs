@@ -136,6 +136,27 @@ impl SocketPeaks {
     }
 }
 
+/// The read-ahead of each block device in KiB (`/sys/block/*/queue/read_ahead_kb`), for the
+/// report: a broker's first touch of a fresh partition's memory-mapped index reads this much,
+/// so a large value (8 MiB on some cloud images) makes topics with thousands of partitions slow
+/// to start for every mirror, and the wide cases measure the disk instead of the mirrors.
+pub fn read_ahead_kb() -> Vec<(String, u64)> {
+    let Ok(devices) = std::fs::read_dir("/sys/block") else {
+        return vec![];
+    };
+    let mut found: Vec<(String, u64)> = devices
+        .filter_map(Result::ok)
+        .filter_map(|device| {
+            let name = device.file_name().to_string_lossy().into_owned();
+            let path = device.path().join("queue/read_ahead_kb");
+            let kb = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
+            (!name.starts_with("loop") && !name.starts_with("ram")).then_some((name, kb))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

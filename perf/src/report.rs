@@ -243,7 +243,19 @@ fn machine() -> String {
             })
         })
         .unwrap_or_else(|| "unknown CPU".into());
-    format!("{cpu}, {}", std::env::consts::ARCH)
+    let read_ahead: Vec<String> = crate::procfs::read_ahead_kb()
+        .iter()
+        .map(|(device, kb)| format!("{device} {kb} KiB"))
+        .collect();
+    format!(
+        "{cpu}, {}, read-ahead {}",
+        std::env::consts::ARCH,
+        if read_ahead.is_empty() {
+            "unknown".into()
+        } else {
+            read_ahead.join(", ")
+        }
+    )
 }
 
 /// A bar chart of CPU seconds per GiB per case, Strait next to MM2.
