@@ -286,27 +286,21 @@ impl Bench {
         self.mirror_case(spec).await
     }
 
-    /// `long`: several GiB, so that start-up does not dominate CPU per GiB.
     /// InitProducerId once, then `--producer-ids` times at once: the start-up cost of one
     /// producer id per target cluster against one per partition.
     pub async fn producer_ids(&mut self) -> anyhow::Result<crate::report::ProducerIdsRow> {
         let client = self.target.client.clone();
-        // Warms the connection up, and waits out a transaction coordinator still loading.
-        let mut tries = 0;
-        while let Err(error) = client.init_producer_id().await {
-            tries += 1;
-            anyhow::ensure!(error.is_retriable() && tries < 100, "InitProducerId: {error}");
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
+        // Warms the connection up, and waits out a coordinator still loading.
+        init_producer_id(&client).await?;
         let started = std::time::Instant::now();
-        client.init_producer_id().await?;
+        init_producer_id(&client).await?;
         let one_s = started.elapsed().as_secs_f64();
         let partitions = self.args.producer_ids;
         let started = std::time::Instant::now();
         let requests: Vec<_> = (0..partitions)
             .map(|_| {
                 let client = client.clone();
-                tokio::spawn(async move { client.init_producer_id().await })
+                tokio::spawn(async move { init_producer_id(&client).await })
             })
             .collect();
         for request in requests {
@@ -324,6 +318,7 @@ impl Bench {
         })
     }
 
+    /// `long`: several GiB, so that start-up does not dominate CPU per GiB.
     pub async fn long(&mut self) -> anyhow::Result<CaseResult> {
         let records = self.args.long_records;
         let spec = Spec {
@@ -1078,4 +1073,20 @@ fn tail(path: &Path, lines: usize) -> String {
     let text = strip_ansi(&std::fs::read_to_string(path).unwrap_or_default());
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// InitProducerId with the Java producer's retry: a broker hands producer ids out in blocks of
+/// 1 000 and answers COORDINATOR_LOAD_IN_PROGRESS while it fetches the next block, so many
+/// requests at once meet it; retried every 100 ms (`retry.backoff.ms`) for up to a minute.
+async fn init_producer_id(client: &KafkaClient) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match client.init_producer_id().await {
+            Ok(_) => return Ok(()),
+            Err(error) if error.is_retriable() && std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(error) => anyhow::bail!("InitProducerId: {error}"),
+        }
+    }
 }
