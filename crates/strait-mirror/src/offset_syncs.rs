@@ -143,16 +143,70 @@ impl OffsetSyncs {
 impl State {
     fn remember(&mut self, sync: &OffsetSync) {
         let history = self.history.entry((sync.topic.clone(), sync.partition)).or_default();
-        // An upstream rewind (a recreated topic) makes older syncs meaningless.
+        // An upstream rewind (a recreated topic) makes the syncs at or past it meaningless.
+        // `split_off` rather than `retain`: a one-record batch remembers the same offset twice,
+        // and a scan of the whole history per batch cost as much CPU as the CRC.
         if history
             .last_key_value()
             .is_some_and(|(&last, _)| last >= sync.upstream_offset)
         {
-            history.retain(|&upstream, _| upstream < sync.upstream_offset);
+            history.split_off(&sync.upstream_offset);
         }
         history.insert(sync.upstream_offset, sync.downstream_offset);
         while history.len() > HISTORY {
             history.pop_first();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sync(upstream_offset: i64, downstream_offset: i64) -> OffsetSync {
+        OffsetSync {
+            topic: "orders".into(),
+            partition: 0,
+            upstream_offset,
+            downstream_offset,
+        }
+    }
+
+    fn history(state: &State) -> Vec<(i64, i64)> {
+        state.history[&("orders".to_owned(), 0)]
+            .iter()
+            .map(|(&upstream, &downstream)| (upstream, downstream))
+            .collect()
+    }
+
+    #[test]
+    fn the_same_upstream_offset_twice_keeps_the_latest_downstream() {
+        let mut state = State::default();
+        for s in [sync(0, 0), sync(10, 10), sync(10, 10), sync(11, 11)] {
+            state.remember(&s);
+        }
+        assert_eq!(history(&state), [(0, 0), (10, 10), (11, 11)]);
+    }
+
+    #[test]
+    fn an_upstream_rewind_drops_the_syncs_at_or_past_it() {
+        let mut state = State::default();
+        for s in [sync(0, 0), sync(10, 10), sync(20, 20), sync(30, 30)] {
+            state.remember(&s);
+        }
+        // The source topic was recreated: its offset 10 now lands at 40.
+        state.remember(&sync(10, 40));
+        assert_eq!(history(&state), [(0, 0), (10, 40)]);
+    }
+
+    #[test]
+    fn history_keeps_the_newest_syncs_up_to_its_bound() {
+        let mut state = State::default();
+        for offset in 0..(HISTORY as i64 + 10) {
+            state.remember(&sync(offset, offset + 100));
+        }
+        let kept = history(&state);
+        assert_eq!(kept.len(), HISTORY);
+        assert_eq!(kept[0], (10, 110));
     }
 }
