@@ -367,3 +367,110 @@ async fn strait_run_on_a_terminal_draws_a_progress_line() {
     let _ = std::fs::remove_file(&screen);
     assert!(text.contains("lag not known yet, starting"), "{text:?}");
 }
+
+/// Both clusters go away under a running `strait run` (one cluster plays both here): its
+/// heartbeats show as failing in `/status` and `/health`, and SIGTERM still ends it within the
+/// bound of `task.shutdown.graceful.timeout.ms`, non-zero, saying what it could not store.
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_is_bounded_when_the_clusters_are_gone() {
+    let cluster = tokio::task::spawn_blocking(|| strait_testkit::KafkaCluster::start("gone").unwrap())
+        .await
+        .unwrap();
+    let own = client(&cluster).await;
+    let topic = unique("gone");
+    create_topic(&own, &topic, 2).await;
+    write_numbered(&own, &topic, 2, 5, 100).await;
+    let port = free_port();
+    let grace = Duration::from_secs(2);
+    let properties = format!(
+        "clusters = source, target\n\
+         source.bootstrap.servers = {servers}\n\
+         target.bootstrap.servers = {servers}\n\
+         source->target.enabled = true\n\
+         source->target.topics = {topic}\n\
+         replication.factor = 1\n\
+         emit.heartbeats.interval.seconds = 1\n\
+         task.shutdown.graceful.timeout.ms = {}\n\
+         strait.http.listener = 127.0.0.1:{port}\n",
+        grace.as_millis(),
+        servers = cluster.bootstrap_servers(),
+    );
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    let log = std::env::temp_dir().join(format!("{topic}.log"));
+    std::fs::write(&config, properties).unwrap();
+    let mut mirror = StraitProcess(
+        std::process::Command::new(strait_binary())
+            .args([OsStr::new("run"), config.as_os_str()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("starting strait"),
+    );
+    wait_until_complete(&own, &format!("source.{topic}"), 1000).await;
+    wait_until("both flows' heartbeats running in /status", || async {
+        let Some((200, body)) = http_get(port, "/status").await else {
+            return false;
+        };
+        let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+        status["flows"].as_array().is_some_and(|flows| {
+            flows.len() == 2 && flows.iter().all(|f| f["tasks"]["heartbeats"]["state"] == "running")
+        })
+    })
+    .await;
+
+    let cluster = tokio::task::spawn_blocking(move || {
+        cluster.stop_broker();
+        cluster
+    })
+    .await
+    .unwrap();
+    wait_until("the heartbeats failing in /status, and /health unhealthy", || async {
+        let Some((200, body)) = http_get(port, "/status").await else {
+            return false;
+        };
+        let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let failing = status["flows"].as_array().is_some_and(|flows| {
+            flows.iter().all(|f| {
+                f["tasks"]["heartbeats"]["state"] == "failing" && f["tasks"]["heartbeats"]["last_error"].is_string()
+            })
+        });
+        failing && http_get(port, "/health").await.is_some_and(|(code, _)| code == 503)
+    })
+    .await;
+
+    let stopping = std::time::Instant::now();
+    std::process::Command::new("kill")
+        .args(["-TERM", &mirror.0.id().to_string()])
+        .status()
+        .unwrap();
+    // The drain, the last offset syncs and the last progress get `grace` each; everything else
+    // (a periodic flush, heartbeats, discovery) is cut short by the signal. Against a cluster
+    // that is gone, each of those writes would otherwise retry for `request.timeout.ms` (30 s).
+    let bound = 3 * grace + Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = mirror.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            stopping.elapsed() < bound,
+            "strait run still running {:?} after SIGTERM; its log:\n{}",
+            stopping.elapsed(),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let took = stopping.elapsed();
+    let text = std::fs::read_to_string(&log).unwrap();
+    println!("stopped {took:?} after SIGTERM with {status}");
+    assert!(
+        !status.success(),
+        "what could not be stored makes the exit non-zero; log:\n{text}"
+    );
+    assert!(
+        text.contains("task.shutdown.graceful.timeout.ms"),
+        "the log says what was cut short and by which key:\n{text}"
+    );
+    drop(cluster);
+    let _ = std::fs::remove_file(&config);
+    let _ = std::fs::remove_file(&log);
+}

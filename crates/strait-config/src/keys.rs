@@ -293,7 +293,6 @@ const IGNORED_KEYS: &[(&str, &str)] = &[
     ("task.assigned.partitions", "internal to MM2 tasks"),
     ("task.assigned.groups", "internal to MM2 tasks"),
     ("task.index", "internal to MM2 tasks"),
-    ("task.shutdown.graceful.timeout.ms", WHY_WORKER),
     ("key.converter", "records are copied as raw bytes"),
     ("value.converter", "records are copied as raw bytes"),
     ("header.converter", "records are copied as raw bytes"),
@@ -452,8 +451,21 @@ pub(crate) const PRODUCERS_PER_BROKER: &str = "strait.producers.per.broker";
 /// Default of [`PRODUCERS_PER_BROKER`].
 pub(crate) const DEFAULT_PRODUCERS_PER_BROKER: u16 = 2;
 
-/// Strait's own keys: process-wide, read only at top level.
-pub(crate) const STRAIT_KEYS: &[&str] = &[HTTP_LISTENER, BUFFER_MEMORY, FETCHERS_PER_BROKER, PRODUCERS_PER_BROKER];
+/// Connect's worker key, read by Strait at top level: how long a stopping flow waits for the
+/// batches on the wire, and again for its last progress and offset-sync writes.
+pub(crate) const SHUTDOWN_TIMEOUT: &str = "task.shutdown.graceful.timeout.ms";
+/// Default of [`SHUTDOWN_TIMEOUT`], Connect's: 5 s.
+pub(crate) const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 5_000;
+
+/// Process-wide keys, read only at top level: Strait's own, and Connect's
+/// [`SHUTDOWN_TIMEOUT`] (in MM2 a worker setting).
+pub(crate) const STRAIT_KEYS: &[&str] = &[
+    HTTP_LISTENER,
+    BUFFER_MEMORY,
+    FETCHERS_PER_BROKER,
+    PRODUCERS_PER_BROKER,
+    SHUTDOWN_TIMEOUT,
+];
 
 /// The Strait key that a key written at a cluster or flow scope (`A.strait.buffer.memory`,
 /// `A->B.strait.fetchers.per.broker`, `A.producer.strait.http.listener`) names.

@@ -37,9 +37,9 @@
 //!   escapes, last duplicate wins) that keeps line numbers.
 //! * [`Mm2Config`]: `clusters`, the three key scopes and MM2's inheritance rules; one
 //!   [`FlowConfig`] per pair MM2 would run (enabled, or heartbeats only); the keys that are
-//!   [ignored](IgnoredKey) and the warnings; the process-wide `strait.*` keys
+//!   [ignored](IgnoredKey) and the warnings; the process-wide keys
 //!   ([`Mm2Config::http_listener`], [`Mm2Config::buffer_memory`],
-//!   [`Mm2Config::fetchers_per_broker`]); `Display` and [`Mm2Config::to_json`] render the
+//!   [`Mm2Config::fetchers_per_broker`], [`Mm2Config::shutdown_timeout`]); `Display` and [`Mm2Config::to_json`] render the
 //!   effective configuration with the origin of every value.
 //! * [`ClusterClientConfig`]: client settings of one cluster per [`ClientRole`].
 //! * [`FetchSettings`] and [`ProduceSettings`] (module `data_path`): the Kafka client keys that
@@ -59,8 +59,9 @@
 //! A->B.key = value          flow A->B: enabled, connector keys (override top level), client keys
 //! ```
 //!
-//! Strait's own keys are process-wide and read only at top level; written at a cluster or flow
-//! scope (`A.strait.buffer.memory`) they are refused:
+//! Strait's own keys, and Connect's `task.shutdown.graceful.timeout.ms`, are process-wide and
+//! read only at top level; written at a cluster or flow scope (`A.strait.buffer.memory`) they
+//! are refused:
 //!
 //! ```text
 //! strait.http.listener = host:port    where /metrics, /status and /health are served (unset: nowhere)
@@ -68,6 +69,9 @@
 //!                                     whole process (a long, at least 1048576)
 //! strait.fetchers.per.broker = 1      fetch connections per source broker (1 to 16)
 //! strait.producers.per.broker = 2     produce connections per target broker (1 to 16)
+//! task.shutdown.graceful.timeout.ms = 5000
+//!                                     at shutdown, how long each flow waits for the batches on
+//!                                     the wire, and again for each of its last writes (ms)
 //! ```
 //!
 //! Connector keys: flow level > top level > MM2 default. Client connection keys

@@ -16,8 +16,9 @@ use crate::keys::{
     connector_key, deprecated_key, ignored_producer_reason, ignored_reason, is_connection_key, is_secret, java_list,
     java_trim, known_names, one_of, scoped_strait_key, suggest, unknown_security_key, Kind, Raw, BUFFER_MEMORY,
     CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS,
-    DEFAULT_PRODUCERS_PER_BROKER, DEPRECATED_KEYS, FETCHERS_PER_BROKER, HTTP_LISTENER, IDENTITY_POLICY_CLASS,
-    MAX_CONNECTIONS_PER_BROKER, MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, ROLE_PREFIXES, STRAIT_KEYS,
+    DEFAULT_PRODUCERS_PER_BROKER, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEPRECATED_KEYS, FETCHERS_PER_BROKER, HTTP_LISTENER,
+    IDENTITY_POLICY_CLASS, MAX_CONNECTIONS_PER_BROKER, MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, ROLE_PREFIXES,
+    SHUTDOWN_TIMEOUT, STRAIT_KEYS,
 };
 use crate::policy::{PolicyKind, ReplicationPolicy};
 use crate::properties::{Properties, Property};
@@ -69,6 +70,17 @@ fn parse_buffer_memory(prop: &Property) -> Result<u64> {
         .ok()
         .filter(|&bytes| bytes >= MIN_BUFFER_MEMORY)
         .ok_or_else(|| raw.invalid(expected))
+}
+
+/// `task.shutdown.graceful.timeout.ms`: milliseconds, a Java long, at least 0.
+fn parse_shutdown_timeout(prop: &Property) -> Result<u64> {
+    let raw = Raw::from(prop);
+    let expected = format!(
+        "milliseconds from 0 to 9223372036854775807 (Java long): how long a stopping flow waits for \
+         the batches on the wire, and again for its last writes; the default is {DEFAULT_SHUTDOWN_TIMEOUT_MS}"
+    );
+    let ms: i64 = raw.number(&expected)?;
+    u64::try_from(ms).map_err(|_| raw.invalid(expected))
 }
 
 /// `strait.fetchers.per.broker`: 1 to 16.
@@ -129,7 +141,8 @@ pub struct Mm2Config {
     pub(crate) buffer_memory: u64,
     pub(crate) fetchers_per_broker: u16,
     pub(crate) producers_per_broker: u16,
-    /// `strait.buffer.memory` and `strait.fetchers.per.broker`, as `check-config` shows them.
+    pub(crate) shutdown_timeout_ms: u64,
+    /// The process-wide keys' settings, as `check-config` shows them.
     pub(crate) process_settings: Vec<(&'static str, Setting)>,
 }
 
@@ -193,6 +206,12 @@ impl Mm2Config {
             DEFAULT_PRODUCERS_PER_BROKER,
             parse_producers_per_broker,
         )?;
+        let (shutdown_timeout_ms, shutdown_setting) = strait_key(
+            props,
+            SHUTDOWN_TIMEOUT,
+            DEFAULT_SHUTDOWN_TIMEOUT_MS,
+            parse_shutdown_timeout,
+        )?;
 
         let mut flows = Vec::new();
         for source in &clusters {
@@ -215,7 +234,13 @@ impl Mm2Config {
             buffer_memory,
             fetchers_per_broker,
             producers_per_broker,
-            process_settings: vec![buffer_memory_setting, fetchers_setting, producers_setting],
+            shutdown_timeout_ms,
+            process_settings: vec![
+                buffer_memory_setting,
+                fetchers_setting,
+                producers_setting,
+                shutdown_setting,
+            ],
             cluster_configs,
             flows,
             ignored: scopes.ignored,
@@ -244,6 +269,13 @@ impl Mm2Config {
     /// Produce connections per target broker (`strait.producers.per.broker`, default 2, 1 to 16).
     pub fn producers_per_broker(&self) -> u16 {
         self.producers_per_broker
+    }
+
+    /// How long a stopping flow waits for the batches on the wire, and again for its last
+    /// progress and offset-sync writes (`task.shutdown.graceful.timeout.ms`, Connect's key and
+    /// default, 5 s).
+    pub fn shutdown_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.shutdown_timeout_ms)
     }
 
     /// The aliases of `clusters`, in file order, without duplicates.

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use crate::client::{ClientRole, ClusterClientConfig, Origin, Setting};
 use crate::data_path::{FETCH_KEYS, PRODUCE_KEYS};
 use crate::flow::FlowConfig;
-use crate::keys::{is_secret, BUFFER_MEMORY, FETCHERS_PER_BROKER, PRODUCERS_PER_BROKER};
+use crate::keys::{is_secret, BUFFER_MEMORY, FETCHERS_PER_BROKER, PRODUCERS_PER_BROKER, SHUTDOWN_TIMEOUT};
 use crate::mm2::Mm2Config;
 
 const HIDDEN: &str = "[hidden]";
@@ -160,7 +160,8 @@ fn flow_json(flow: &FlowConfig) -> Value {
 
 impl Mm2Config {
     /// The effective configuration as JSON: `clusters`, `http_listener`, `buffer_memory`,
-    /// `fetchers_per_broker` and `producers_per_broker` (`strait.*` keys), `flows` (each with `settings`, `source_fetch`
+    /// `fetchers_per_broker` and `producers_per_broker` (`strait.*` keys), `shutdown_timeout_ms`
+    /// (`task.shutdown.graceful.timeout.ms`), `flows` (each with `settings`, `source_fetch`
     /// and `target_produce` by Kafka key, and `clients`, the role views as given to the clients),
     /// `ignored` and `warnings`; every value with its `origin`. Secrets are hidden.
     pub fn to_json(&self) -> Value {
@@ -176,6 +177,7 @@ impl Mm2Config {
             "buffer_memory": process(BUFFER_MEMORY),
             "fetchers_per_broker": process(FETCHERS_PER_BROKER),
             "producers_per_broker": process(PRODUCERS_PER_BROKER),
+            "shutdown_timeout_ms": process(SHUTDOWN_TIMEOUT),
             "flows": self.flows.iter().map(flow_json).collect::<Vec<_>>(),
             "ignored": self.ignored.iter().map(|i| json!({
                 "line": i.line,

@@ -9,8 +9,7 @@ use strait_client::{
 use strait_config::FlowConfig;
 use tokio::sync::watch;
 
-use crate::internal_topics::next_tick;
-use crate::MirrorError;
+use crate::internal_topics::{next_tick, unless_stopped};
 
 /// The target ACLs for the source's `acls`.
 pub(crate) fn remote_acls(flow: &FlowConfig, acls: &[TopicAcl]) -> Vec<TopicAcl> {
@@ -35,22 +34,27 @@ pub(crate) async fn acl_sync_loop(
     source: KafkaClient,
     target: KafkaClient,
     mut shutdown: watch::Receiver<bool>,
-) -> Result<(), MirrorError> {
+) {
     let Some(interval) = flow.sync_topic_acls.interval() else {
-        return Ok(());
+        return;
     };
     let mut ticker = tokio::time::interval(interval);
     while next_tick(&mut ticker, &mut shutdown).await {
-        match source.describe_topic_acls().await {
+        let Some(described) = unless_stopped(&mut shutdown, source.describe_topic_acls()).await else {
+            break;
+        };
+        match described {
             Ok(None) => {
                 tracing::info!(
                     flow = %flow.name(),
                     "the source cluster has no authorizer: ACL sync stops (set sync.topic.acls.enabled = false to silence this)"
                 );
-                return Ok(());
+                return;
             }
             Ok(Some(acls)) => {
-                if let Err(error) = target.create_topic_acls(&remote_acls(&flow, &acls)).await {
+                let remote = remote_acls(&flow, &acls);
+                let create = target.create_topic_acls(&remote);
+                if let Some(Err(error)) = unless_stopped(&mut shutdown, create).await {
                     tracing::warn!(flow = %flow.name(), %error, "creating ACLs on the target failed; retrying next interval");
                 }
             }
@@ -59,5 +63,4 @@ pub(crate) async fn acl_sync_loop(
             }
         }
     }
-    Ok(())
 }

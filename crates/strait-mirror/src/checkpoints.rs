@@ -12,7 +12,9 @@ use strait_config::FlowConfig;
 use strait_wire::Checkpoint;
 use tokio::sync::watch;
 
-use crate::internal_topics::{ensure_compacted_topic, next_tick, now_ms, read_partition, write_records};
+use crate::internal_topics::{
+    ensure_compacted_topic, next_tick, now_ms, read_partition, set_up_task, unless_stopped, write_records,
+};
 use crate::offset_syncs::OffsetSyncs;
 use crate::{MirrorError, Stats};
 
@@ -37,7 +39,12 @@ pub async fn read_checkpoints(
 /// (group, downstream topic, partition).
 type CheckpointKey = (String, String, i32);
 
-/// Emits checkpoints every `emit.checkpoints.interval.seconds` until `shutdown`.
+/// The task's name in `/status`.
+const TASK: &str = "checkpoints";
+
+/// Emits checkpoints every `emit.checkpoints.interval.seconds` until `shutdown`. A failed
+/// set-up is retried and a failed round shows in `stats` until one succeeds: failover relies
+/// on checkpoints.
 pub(crate) async fn checkpoint_loop(
     flow: FlowConfig,
     source: KafkaClient,
@@ -45,43 +52,60 @@ pub(crate) async fn checkpoint_loop(
     syncs: Arc<OffsetSyncs>,
     stats: Arc<Stats>,
     mut shutdown: watch::Receiver<bool>,
-) -> Result<(), MirrorError> {
+) {
     let Some(interval) = flow.emit_checkpoints.interval() else {
-        return Ok(());
+        return;
     };
+    let name = flow.name();
     let target_alias = flow.target.alias.clone();
     let topic = flow.checkpoints_topic();
-    ensure_compacted_topic(
-        &target,
-        &target_alias,
-        &topic,
-        1,
-        flow.checkpoints_topic_replication_factor,
-    )
-    .await?;
     // The latest checkpoint per key: the monotonic guard survives restarts (as in MM2 3.8+).
-    let mut latest: HashMap<CheckpointKey, Checkpoint> = read_checkpoints(&target, &target_alias, &topic)
-        .await?
-        .into_iter()
-        .map(|c| (checkpoint_key(&c), c))
-        .collect();
+    let set_up = set_up_task(TASK, &name, &stats, &mut shutdown, || async {
+        ensure_compacted_topic(
+            &target,
+            &target_alias,
+            &topic,
+            1,
+            flow.checkpoints_topic_replication_factor,
+        )
+        .await?;
+        read_checkpoints(&target, &target_alias, &topic).await
+    });
+    let Some(checkpoints) = set_up.await else {
+        return;
+    };
+    let mut latest: HashMap<CheckpointKey, Checkpoint> =
+        checkpoints.into_iter().map(|c| (checkpoint_key(&c), c)).collect();
     let sync_interval = flow.sync_group_offsets.interval();
     let mut next_group_sync = tokio::time::Instant::now() + sync_interval.unwrap_or(Duration::MAX / 4);
     let mut ticker = tokio::time::interval(interval);
     while next_tick(&mut ticker, &mut shutdown).await {
-        match emit_checkpoints(&flow, &source, &target, &syncs, &stats, &topic, &mut latest).await {
-            Ok(written) if written > 0 => tracing::debug!(flow = %flow.name(), written, "checkpoints written"),
-            Ok(_) => {}
+        let emit = emit_checkpoints(&flow, &source, &target, &syncs, &stats, &topic, &mut latest);
+        let Some(emitted) = unless_stopped(&mut shutdown, emit).await else {
+            break;
+        };
+        match emitted {
+            Ok(written) => {
+                if written > 0 {
+                    tracing::debug!(flow = %name, written, "checkpoints written");
+                }
+                stats.set_task(TASK, None);
+            }
             Err(error) => {
-                tracing::warn!(flow = %flow.name(), %error, "emitting checkpoints failed; retrying next interval")
+                tracing::warn!(flow = %name, %error, "emitting checkpoints failed; retrying next interval");
+                stats.set_task(TASK, Some(error.to_string()));
             }
         }
         if sync_interval.is_some() && tokio::time::Instant::now() >= next_group_sync {
             next_group_sync = tokio::time::Instant::now() + sync_interval.unwrap_or_default();
-            sync_group_offsets(&flow, &target, &latest).await;
+            if unless_stopped(&mut shutdown, sync_group_offsets(&flow, &target, &latest))
+                .await
+                .is_none()
+            {
+                break;
+            }
         }
     }
-    Ok(())
 }
 
 fn checkpoint_key(checkpoint: &Checkpoint) -> CheckpointKey {

@@ -188,16 +188,26 @@ impl DataPath {
     }
 
     /// Stops fetching, lets the batches on the wire be answered, and returns why the first
-    /// partition that stopped with an error stopped, if one did.
-    pub(crate) async fn stop(self) -> Option<MirrorError> {
+    /// partition that stopped with an error stopped, if one did. Past `within`, the fetchers
+    /// and producers are aborted and the answers not awaited ([`NotDrained`]).
+    pub(crate) async fn stop(mut self, within: Duration) -> Result<Option<MirrorError>, NotDrained> {
         let _ = self.stop.send(true);
-        match self.task.await {
-            Ok(stopped) => stopped,
-            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-            Err(_) => None,
+        match tokio::time::timeout(within, &mut self.task).await {
+            Ok(Ok(stopped)) => Ok(stopped),
+            Ok(Err(error)) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Ok(Err(_)) => Ok(None),
+            Err(_) => {
+                // Dropping the router drops its workers, which aborts them.
+                self.task.abort();
+                Err(NotDrained)
+            }
         }
     }
 }
+
+/// The batches on the wire were not all answered in the time given at shutdown.
+#[derive(Debug)]
+pub(crate) struct NotDrained;
 
 struct Router {
     config: DataPathConfig,
@@ -246,12 +256,12 @@ impl Router {
         }
         // Fetching stops at once; producers let the requests on the wire be answered.
         let _ = self.stop_fetchers.send(true);
-        for (_, fetcher) in self.fetchers.drain() {
-            let _ = fetcher.task.await;
+        for (_, mut fetcher) in self.fetchers.drain() {
+            let _ = (&mut fetcher.task).await;
         }
         let _ = self.stop_producers.send(true);
-        for (_, producer) in self.producers.drain() {
-            let _ = producer.task.await;
+        for (_, mut producer) in self.producers.drain() {
+            let _ = (&mut producer.task).await;
         }
         // Partitions that stopped while the producers drained.
         while let Ok(event) = events.try_recv() {
@@ -468,6 +478,13 @@ pub(crate) struct Worker<T> {
     /// Partitions it takes on from now on.
     pub adopt: mpsc::UnboundedSender<Vec<T>>,
     pub task: JoinHandle<()>,
+}
+
+/// A worker ends with its handle: a data path aborted at shutdown leaves no task behind.
+impl<T> Drop for Worker<T> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 /// Hands each group of `placed` to the worker of its (broker, shard), started with `start`

@@ -49,6 +49,28 @@ pub enum MirrorError {
         /// What is wrong.
         message: String,
     },
+    /// At shutdown, the target did not acknowledge the batches on the wire in time; a restart
+    /// fetches them again.
+    #[error(
+        "{flow}: {partitions} partition(s) had batches the target did not acknowledge within {within:?} \
+         (task.shutdown.graceful.timeout.ms); a restart fetches them again"
+    )]
+    NotDrained {
+        /// The flow, `source->target`.
+        flow: String,
+        /// How long the drain was given.
+        within: std::time::Duration,
+        /// Partitions with fetched, unacknowledged batches.
+        partitions: usize,
+    },
+    /// At shutdown, the final write of `what` (progress, offset syncs) did not finish in time.
+    #[error("the final {what} write did not finish within {within:?} (task.shutdown.graceful.timeout.ms)")]
+    NotStored {
+        /// What was being written.
+        what: &'static str,
+        /// How long the write was given.
+        within: std::time::Duration,
+    },
 }
 
 impl MirrorError {

@@ -13,8 +13,9 @@ use crate::acls::acl_sync_loop;
 use crate::budget::Budget;
 use crate::checkpoints::checkpoint_loop;
 use crate::client_config::client_config;
-use crate::data_path::{DataPath, DataPathConfig, OffsetReset, Route};
+use crate::data_path::{DataPath, DataPathConfig, NotDrained, OffsetReset, Route};
 use crate::heartbeats::heartbeat_loop;
+use crate::internal_topics::unless_stopped;
 use crate::offset_syncs::OffsetSyncs;
 use crate::progress::ProgressStore;
 use crate::sink::producer::ProduceSettings;
@@ -72,6 +73,9 @@ pub struct Process {
     pub fetchers_per_broker: u16,
     /// Produce connections per target broker (`strait.producers.per.broker`).
     pub producers_per_broker: u16,
+    /// How long a stopping flow waits for the batches on the wire, and again for its final
+    /// progress and offset-sync writes (`task.shutdown.graceful.timeout.ms`).
+    pub shutdown_timeout: Duration,
 }
 
 impl Process {
@@ -81,6 +85,7 @@ impl Process {
             budget: Budget::new(usize::try_from(config.buffer_memory()).unwrap_or(usize::MAX)),
             fetchers_per_broker: config.fetchers_per_broker(),
             producers_per_broker: config.producers_per_broker(),
+            shutdown_timeout: config.shutdown_timeout(),
         }
     }
 }
@@ -157,16 +162,42 @@ async fn flow_loop(
     else {
         return Ok(());
     };
-    let heartbeats = tokio::spawn(heartbeat_loop(flow.clone(), target.clone(), shutdown.clone()));
+    let heartbeats = tokio::spawn(heartbeat_loop(
+        flow.clone(),
+        target.clone(),
+        stats.clone(),
+        shutdown.clone(),
+    ));
+    let name = flow.name();
+    let stop_within = process.shutdown_timeout;
     let result = if flow.enabled {
         data_loop(flow, target, process, stats, shutdown).await
     } else {
         stats.set_state(FlowState::Running, None);
+        // A heartbeat-only flow (MM2 runs one for every pair) lives until shutdown.
+        let _ = shutdown.wait_for(|stop| *stop).await;
         Ok(())
     };
-    // A heartbeat-only flow (MM2 runs one for every pair) lives until shutdown.
-    let heartbeats = heartbeats.await.unwrap_or_else(joined_error);
-    result.and(heartbeats)
+    end_task(&name, "heartbeats", heartbeats, stop_within).await;
+    result
+}
+
+/// Waits up to `within` for a periodic task that was told to stop, then aborts it: a task
+/// stuck on an unreachable cluster must not hold the process up.
+async fn end_task(flow: &str, name: &str, mut task: JoinHandle<()>, within: Duration) {
+    match tokio::time::timeout(within, &mut task).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Ok(Err(_)) => {}
+        Err(_) => {
+            tracing::warn!(
+                flow,
+                task = name,
+                "did not stop within {within:?} (task.shutdown.graceful.timeout.ms); abandoned"
+            );
+            task.abort();
+        }
+    }
 }
 
 /// What a flow sets up before it mirrors.
@@ -268,9 +299,10 @@ async fn data_loop(
     let mut flush = tokio::time::interval(FLUSH_INTERVAL);
     while !*shutdown.borrow() {
         if next_refresh.is_some_and(|at| tokio::time::Instant::now() >= at) {
-            match discover(&flow, &source, &target, target_brokers).await {
-                Ok(routes) => data_path.add(routes),
-                Err(error) => {
+            match unless_stopped(&mut shutdown, discover(&flow, &source, &target, target_brokers)).await {
+                None => continue,
+                Some(Ok(routes)) => data_path.add(routes),
+                Some(Err(error)) => {
                     tracing::error!(flow = %name, %error, "topic discovery failed; retrying at the next refresh")
                 }
             }
@@ -279,15 +311,19 @@ async fn data_loop(
         }
         tokio::select! {
             _ = flush.tick() => {
-                // Syncs first: a checkpoint must never rely on progress the syncs do not show.
-                if let Some(syncs) = &syncs {
-                    if let Err(error) = syncs.flush().await {
-                        tracing::warn!(flow = %name, %error, "writing offset syncs failed; they are written at the next flush");
+                let flushes = async {
+                    // Syncs first: a checkpoint must never rely on progress the syncs do not show.
+                    if let Some(syncs) = &syncs {
+                        if let Err(error) = syncs.flush().await {
+                            tracing::warn!(flow = %name, %error, "writing offset syncs failed; they are written at the next flush");
+                        }
                     }
-                }
-                if let Err(error) = progress.flush().await {
-                    tracing::warn!(flow = %name, %error, "storing progress failed; retrying");
-                }
+                    if let Err(error) = progress.flush().await {
+                        tracing::warn!(flow = %name, %error, "storing progress failed; retrying");
+                    }
+                };
+                // Both flushes are cancel-safe: cut short by a stop, the final flush writes it all.
+                unless_stopped(&mut shutdown, flushes).await;
             }
             _ = sleep_until(next_refresh) => {}
             _ = shutdown.changed() => {}
@@ -295,23 +331,63 @@ async fn data_loop(
     }
     tracing::info!(flow = %name, "stopping: waiting for the batches on the wire");
     stats.set_state(FlowState::Stopping, None);
-    let mut first_error = data_path.stop().await;
+    let within = process.shutdown_timeout;
+    let mut first_error = match data_path.stop(within).await {
+        Ok(stopped) => stopped,
+        Err(NotDrained) => {
+            // Nothing is lost: their positions were not recorded, so a restart fetches them
+            // again (duplicates, if the target did take them).
+            let partitions: Vec<String> = stats
+                .unacknowledged()
+                .iter()
+                .map(|(topic, partition, position)| match position {
+                    Some(position) => format!("{topic}-{partition} from {position}"),
+                    None => format!("{topic}-{partition}"),
+                })
+                .collect();
+            tracing::error!(
+                flow = %name,
+                "batches on the wire were not acknowledged within {within:?} (task.shutdown.graceful.timeout.ms); \
+                 a restart fetches these partitions again: {}",
+                partitions.join(", ")
+            );
+            Some(MirrorError::NotDrained {
+                flow: name.clone(),
+                within,
+                partitions: partitions.len(),
+            })
+        }
+    };
     // Both are written even if one fails: each is what a restart starts from.
     if let Some(syncs) = &syncs {
-        if let Err(error) = syncs.flush().await {
+        if let Err(error) = bounded(within, "offset syncs", syncs.flush()).await {
+            tracing::error!(flow = %name, %error, "the last offset syncs were not stored");
             first_error.get_or_insert(error);
         }
     }
-    if let Err(error) = progress.flush().await {
+    if let Err(error) = bounded(within, "progress", progress.flush()).await {
+        tracing::error!(flow = %name, %error, "the last progress was not stored; a restart repeats what it covered");
         first_error.get_or_insert(error);
     }
-    for task in checkpoints.into_iter().chain([config_sync, acl_sync]) {
-        if let Err(error) = task.await.unwrap_or_else(joined_error) {
-            first_error.get_or_insert(error);
-        }
+    for (task, handle) in [("config sync", config_sync), ("ACL sync", acl_sync)]
+        .into_iter()
+        .chain(checkpoints.map(|handle| ("checkpoints", handle)))
+    {
+        end_task(&name, task, handle, within).await;
     }
     tracing::info!(flow = %name, records = stats.records(), bytes = stats.bytes(), "flow stopped");
     first_error.map_or(Ok(()), Err)
+}
+
+/// `write` within `within`, or an error saying what could not be stored.
+async fn bounded(
+    within: Duration,
+    what: &'static str,
+    write: impl std::future::Future<Output = Result<(), MirrorError>>,
+) -> Result<(), MirrorError> {
+    tokio::time::timeout(within, write)
+        .await
+        .unwrap_or(Err(MirrorError::NotStored { what, within }))
 }
 
 /// The data path's settings, from the flow's: the source consumer's keys and the target

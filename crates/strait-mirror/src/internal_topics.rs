@@ -162,3 +162,53 @@ pub(crate) async fn next_tick(
         _ = shutdown.changed() => false,
     }
 }
+
+/// `work`, unless `shutdown` says stop first: a periodic task's round against an unreachable
+/// cluster must not hold a shutdown up. Only for work that is safe to cut short.
+pub(crate) async fn unless_stopped<F: std::future::Future>(
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    work: F,
+) -> Option<F::Output> {
+    tokio::select! {
+        output = work => Some(output),
+        _ = shutdown.changed() => None,
+    }
+}
+
+/// Longest pause between attempts to set up a periodic task.
+const SET_UP_MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Runs the set-up of the periodic task `task` of `flow` until it succeeds, with backoff,
+/// showing each failure in `stats` (so `/status` and `/health` see it) rather than ending the
+/// task; `None` once `shutdown` says stop.
+pub(crate) async fn set_up_task<T, F, Fut>(
+    task: &'static str,
+    flow: &str,
+    stats: &crate::Stats,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    mut step: F,
+) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, MirrorError>>,
+{
+    let mut backoff = strait_client::Backoff::new(Duration::from_secs(1), SET_UP_MAX_BACKOFF);
+    loop {
+        let attempt = unless_stopped(shutdown, step()).await?;
+        match attempt {
+            Ok(value) => {
+                stats.set_task(task, None);
+                return Some(value);
+            }
+            Err(error) => {
+                let delay = backoff.next_delay();
+                tracing::error!(flow, task, %error, "cannot set up {task}; retrying in {delay:?}");
+                stats.set_task(task, Some(error.to_string()));
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = shutdown.changed() => return None,
+                }
+            }
+        }
+    }
+}

@@ -103,8 +103,8 @@ impl OffsetSyncs {
             .insert((mapping.source_topic.clone(), mapping.partition), last);
     }
 
-    /// Writes the syncs noted since the last flush. What could not be written is kept for the
-    /// next flush.
+    /// Writes the syncs noted since the last flush. Cancel-safe: what a failed or cut-short
+    /// flush did not write is kept, ahead of newer syncs, for the next one.
     pub async fn flush(&self) -> Result<(), MirrorError> {
         let syncs: Vec<OffsetSync> = {
             let mut state = self.state.lock().expect("syncs lock");
@@ -112,15 +112,18 @@ impl OffsetSyncs {
             syncs.extend(std::mem::take(&mut state.delayed).into_values());
             syncs
         };
-        for (i, chunk) in syncs.chunks(1000).enumerate() {
+        let mut unwritten = Unwritten {
+            state: &self.state,
+            syncs,
+            written: 0,
+        };
+        while unwritten.written < unwritten.syncs.len() {
+            let chunk = &unwritten.syncs[unwritten.written..];
+            let chunk = &chunk[..chunk.len().min(1000)];
             let records: Vec<(Bytes, Bytes)> = chunk.iter().map(|s| (s.key(), s.value())).collect();
-            if let Err(error) = write_records(&self.client, &self.cluster, &self.topic, 0, records).await {
-                let mut state = self.state.lock().expect("syncs lock");
-                let unwritten = syncs[i * 1000..].iter().cloned();
-                let newer = std::mem::take(&mut state.pending);
-                state.pending = unwritten.chain(newer).collect();
-                return Err(error);
-            }
+            let written = chunk.len();
+            write_records(&self.client, &self.cluster, &self.topic, 0, records).await?;
+            unwritten.written += written;
         }
         Ok(())
     }
@@ -137,6 +140,23 @@ impl OffsetSyncs {
         } else {
             downstream + 1
         })
+    }
+}
+
+/// Syncs taken for a flush; those not written go back to the front of `pending` on drop.
+struct Unwritten<'a> {
+    state: &'a Mutex<State>,
+    syncs: Vec<OffsetSync>,
+    written: usize,
+}
+
+impl Drop for Unwritten<'_> {
+    fn drop(&mut self) {
+        if self.written < self.syncs.len() {
+            let mut state = self.state.lock().expect("syncs lock");
+            let newer = std::mem::take(&mut state.pending);
+            state.pending = self.syncs.drain(self.written..).chain(newer).collect();
+        }
     }
 }
 
@@ -197,6 +217,26 @@ mod tests {
         // The source topic was recreated: its offset 10 now lands at 40.
         state.remember(&sync(10, 40));
         assert_eq!(history(&state), [(0, 0), (10, 40)]);
+    }
+
+    #[test]
+    fn syncs_a_flush_did_not_write_go_back_ahead_of_newer_ones() {
+        let state = Mutex::new(State::default());
+        let unwritten = Unwritten {
+            state: &state,
+            syncs: vec![sync(0, 0), sync(10, 10), sync(20, 20)],
+            written: 1,
+        };
+        state.lock().unwrap().pending.push(sync(30, 30));
+        drop(unwritten);
+        let pending: Vec<i64> = state
+            .lock()
+            .unwrap()
+            .pending
+            .iter()
+            .map(|s| s.upstream_offset)
+            .collect();
+        assert_eq!(pending, [10, 20, 30]);
     }
 
     #[test]

@@ -207,7 +207,8 @@ impl ProgressStore {
         self.partition(topic, partition).record(last_offset);
     }
 
-    /// Writes the positions recorded since the last flush to the progress topic.
+    /// Writes the positions recorded since the last flush to the progress topic. Cancel-safe:
+    /// what a failed or cut-short flush did not write, the next one writes.
     pub async fn flush(&self) -> Result<(), MirrorError> {
         let dirty: Vec<(SourcePartition, Arc<PartitionProgress>, i64)> = {
             let state = self.state.lock().expect("progress lock");
@@ -230,16 +231,25 @@ impl ProgressStore {
                 .or_default()
                 .push((key.into(), value.into()));
         }
+        // Until every batch is written, the positions stay due for the next flush (or what was
+        // recorded since), also when this future is dropped half way.
+        let mut unwritten = Redirty(dirty.into_iter().map(|(_, progress, _)| progress).collect());
         for (partition, records) in batches {
-            if let Err(error) = write_records(&self.client, &self.target_alias, &self.topic, partition, records).await {
-                // The next flush writes them again (or what was recorded since).
-                for (_, progress, _) in &dirty {
-                    progress.dirty.store(true, Ordering::Release);
-                }
-                return Err(error);
-            }
+            write_records(&self.client, &self.target_alias, &self.topic, partition, records).await?;
         }
+        unwritten.0.clear();
         Ok(())
+    }
+}
+
+/// Marks the progress of the partitions it still holds due again when dropped.
+struct Redirty(Vec<Arc<PartitionProgress>>);
+
+impl Drop for Redirty {
+    fn drop(&mut self) {
+        for progress in &self.0 {
+            progress.dirty.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -264,5 +274,16 @@ mod tests {
             connect_offset_key("primary", "test-topic-1", 0),
             r#"["MirrorSourceConnector",{"cluster":"primary","partition":0,"topic":"test-topic-1"}]"#
         );
+    }
+
+    #[test]
+    fn positions_a_flush_did_not_write_are_due_again() {
+        let (written, unwritten) = (Arc::new(PartitionProgress::new(5)), Arc::new(PartitionProgress::new(7)));
+        let mut due = Redirty(vec![written.clone()]);
+        due.0.clear();
+        drop(due);
+        drop(Redirty(vec![unwritten.clone()]));
+        assert!(!written.dirty.load(Ordering::Acquire));
+        assert!(unwritten.dirty.load(Ordering::Acquire));
     }
 }

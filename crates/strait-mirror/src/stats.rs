@@ -283,6 +283,9 @@ pub struct Stats {
     connections: Mutex<Vec<(String, &'static str, ConnectionCounter)>>,
     /// Partitions whose fetching is paused because their queue is full or their target fails.
     paused: AtomicI64,
+    /// The flow's periodic tasks (`heartbeats`, `checkpoints`) by name, with why each is
+    /// failing while it is.
+    tasks: Mutex<BTreeMap<&'static str, Option<String>>>,
 }
 
 impl Stats {
@@ -300,6 +303,7 @@ impl Stats {
             fetches: Mutex::default(),
             connections: Mutex::default(),
             paused: AtomicI64::new(0),
+            tasks: Mutex::default(),
         }
     }
 
@@ -350,14 +354,46 @@ impl Stats {
         self.state.lock().expect("stats lock").clone()
     }
 
-    /// Whether the flow and all its partitions are running (or still starting).
+    /// Whether the flow, its periodic tasks and all its partitions are running (or still
+    /// starting).
     pub fn is_healthy(&self) -> bool {
         let state = self.state().0;
         let partitions_ok = self.partitions.lock().expect("stats lock").values().all(|p| {
             let inner = p.inner.lock().expect("stats lock");
             inner.error.is_none() && inner.failing.is_none()
         });
-        matches!(state, FlowState::Starting | FlowState::Running) && partitions_ok
+        let tasks_ok = self.tasks.lock().expect("stats lock").values().all(Option::is_none);
+        matches!(state, FlowState::Starting | FlowState::Running) && partitions_ok && tasks_ok
+    }
+
+    /// The periodic task `task` runs (`None`) or fails, and why (`Some`): shown in `/status`,
+    /// and `/health` is unhealthy while it fails.
+    pub(crate) fn set_task(&self, task: &'static str, failing: Option<String>) {
+        self.tasks.lock().expect("stats lock").insert(task, failing);
+    }
+
+    /// The periodic tasks that fail now, with why.
+    pub fn failing_tasks(&self) -> Vec<(&'static str, String)> {
+        self.tasks
+            .lock()
+            .expect("stats lock")
+            .iter()
+            .filter_map(|(&task, failing)| failing.clone().map(|why| (task, why)))
+            .collect()
+    }
+
+    /// Partitions with fetched batches the target has not acknowledged, with the position a
+    /// restart fetches them again from.
+    pub fn unacknowledged(&self) -> Vec<(String, i32, Option<i64>)> {
+        self.partitions
+            .lock()
+            .expect("stats lock")
+            .iter()
+            .filter_map(|((topic, partition), handle)| {
+                let p = handle.inner.lock().expect("stats lock");
+                (!p.unmirrored.is_empty()).then(|| (topic.clone(), *partition, p.position))
+            })
+            .collect()
     }
 
     /// The lag of every partition the flow mirrors.
@@ -660,6 +696,12 @@ impl Stats {
             "records": self.records(),
             "bytes": self.bytes(),
             "gap_records": self.gap_records(),
+            "tasks": self.tasks.lock().expect("stats lock").iter().map(|(&task, failing)| {
+                (task.to_owned(), json!({
+                    "state": if failing.is_some() { "failing" } else { "running" },
+                    "last_error": failing,
+                }))
+            }).collect::<serde_json::Map<_, _>>(),
             "partitions": partitions,
         })
     }
@@ -745,6 +787,41 @@ mod tests {
         p.record_acknowledged(1, 100, -1, Duration::from_millis(3));
         assert!(stats.is_healthy());
         assert_eq!(stats.status()["partitions"][0]["state"], "running");
+    }
+
+    #[test]
+    fn a_failing_task_is_unhealthy_and_shown_until_it_runs_again() {
+        let stats = Stats::new("a", "b");
+        stats.set_state(FlowState::Running, None);
+        stats.set_task("heartbeats", None);
+        assert!(stats.is_healthy());
+        assert_eq!(stats.status()["tasks"]["heartbeats"]["state"], "running");
+        stats.set_task("heartbeats", Some("TOPIC_AUTHORIZATION_FAILED".into()));
+        assert!(!stats.is_healthy());
+        assert_eq!(
+            stats.failing_tasks(),
+            [("heartbeats", "TOPIC_AUTHORIZATION_FAILED".to_owned())]
+        );
+        assert_eq!(stats.status()["tasks"]["heartbeats"]["state"], "failing");
+        assert_eq!(
+            stats.status()["tasks"]["heartbeats"]["last_error"],
+            "TOPIC_AUTHORIZATION_FAILED"
+        );
+        stats.set_task("heartbeats", None);
+        assert!(stats.is_healthy());
+    }
+
+    #[test]
+    fn partitions_with_fetched_unacknowledged_batches_are_listed_with_their_position() {
+        let stats = Stats::new("a", "b");
+        let idle = stats.partition("t", "a.t", 0);
+        idle.started(5);
+        let busy = stats.partition("t", "a.t", 1);
+        busy.started(10);
+        busy.record_polled(19, now_ms(), now_ms());
+        assert_eq!(stats.unacknowledged(), [("t".to_owned(), 1, Some(10))]);
+        busy.record_position(20);
+        assert!(stats.unacknowledged().is_empty());
     }
 
     #[test]

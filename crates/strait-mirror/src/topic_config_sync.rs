@@ -6,8 +6,7 @@ use strait_config::FlowConfig;
 use tokio::sync::watch;
 
 use crate::flow::replicated_topics;
-use crate::internal_topics::next_tick;
-use crate::MirrorError;
+use crate::internal_topics::{next_tick, unless_stopped};
 
 /// The changes that make a remote topic follow `source`'s config entries: read-only, sensitive,
 /// static-broker and excluded (`config.properties.exclude`) properties are left alone; a
@@ -48,17 +47,19 @@ pub(crate) async fn config_sync_loop(
     source: KafkaClient,
     target: KafkaClient,
     mut shutdown: watch::Receiver<bool>,
-) -> Result<(), MirrorError> {
+) {
     let Some(interval) = flow.sync_topic_configs.interval() else {
-        return Ok(());
+        return;
     };
     let mut ticker = tokio::time::interval(interval);
     while next_tick(&mut ticker, &mut shutdown).await {
-        if let Err(error) = sync_configs(&flow, &source, &target).await {
+        let Some(synced) = unless_stopped(&mut shutdown, sync_configs(&flow, &source, &target)).await else {
+            break;
+        };
+        if let Err(error) = synced {
             tracing::warn!(flow = %flow.name(), %error, "topic config sync failed; retrying next interval");
         }
     }
-    Ok(())
 }
 
 async fn sync_configs(

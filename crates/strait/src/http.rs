@@ -77,7 +77,14 @@ async fn respond(mut stream: TcpStream, flows: &[Arc<Stats>], budget: &Budget) -
             let unhealthy: Vec<String> = flows
                 .iter()
                 .filter(|f| !f.is_healthy())
-                .map(|f| format!("{} {}", f.flow(), f.state().0.as_str()))
+                .map(|f| {
+                    let tasks: String = f
+                        .failing_tasks()
+                        .iter()
+                        .map(|(task, why)| format!(", {task} failing: {why}"))
+                        .collect();
+                    format!("{} {}{tasks}", f.flow(), f.state().0.as_str())
+                })
                 .collect();
             if unhealthy.is_empty() {
                 ("200 OK", "text/plain", "ok\n".to_owned())

@@ -127,10 +127,20 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     if progress_line {
         eprintln!();
     }
-    tracing::info!("shutting down: draining batches in flight and storing progress");
+    tracing::info!(
+        "shutting down: draining batches in flight and storing progress (each within {:?}, \
+         task.shutdown.graceful.timeout.ms)",
+        config.shutdown_timeout()
+    );
+    // All flows at once: one stuck on an unreachable cluster must not hold the others up.
+    let stops: Vec<_> = handles.into_iter().map(|handle| tokio::spawn(handle.stop())).collect();
     let mut errors = Vec::new();
-    for handle in handles {
-        if let Err(error) = handle.stop().await {
+    for stop in stops {
+        let stopped = match stop.await {
+            Ok(stopped) => stopped,
+            Err(error) => std::panic::resume_unwind(error.into_panic()),
+        };
+        if let Err(error) = stopped {
             tracing::error!(%error, "flow ended with an error");
             let error = error.to_string();
             // Both flows of a pair fail alike when one cluster refuses us: say it once.
@@ -142,7 +152,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // The errors again, last, so that the exit message alone says which cluster failed and why.
     anyhow::ensure!(
         errors.is_empty(),
-        "some partitions stopped with errors (see the log above): {}",
+        "the mirror stopped with errors (see the log above): {}",
         errors.join("; ")
     );
     Ok(())

@@ -831,6 +831,7 @@ fn render_text() {
              strait.buffer.memory = 268435456  (default)\n\
              strait.fetchers.per.broker = 1  (default)\n\
              strait.producers.per.broker = 2  (default)\n\
+             task.shutdown.graceful.timeout.ms = 5000  (default)\n\
              \nflow A->B (enabled, emits heartbeats)\n"
         ),
         "{text}"
@@ -946,6 +947,26 @@ fn strait_process_keys() {
         json["fetchers_per_broker"],
         serde_json::json!({ "value": "4", "origin": { "line": 5, "key": "strait.fetchers.per.broker" } })
     );
+}
+
+#[test]
+fn shutdown_timeout_is_connects_key_read_at_top_level() {
+    assert_eq!(two("").shutdown_timeout(), std::time::Duration::from_secs(5));
+    let config = two("task.shutdown.graceful.timeout.ms = 20000\n");
+    assert_eq!(config.shutdown_timeout(), std::time::Duration::from_secs(20));
+    assert!(config.ignored().is_empty(), "{:?}", config.ignored());
+    assert_eq!(
+        config.to_json()["shutdown_timeout_ms"],
+        serde_json::json!({ "value": "20000", "origin": { "line": 4, "key": "task.shutdown.graceful.timeout.ms" } })
+    );
+    assert_eq!(
+        error(&format!("{TWO}task.shutdown.graceful.timeout.ms = -1\n")),
+        "line 4: invalid value `-1` for `task.shutdown.graceful.timeout.ms`: expected milliseconds from 0 to \
+         9223372036854775807 (Java long): how long a stopping flow waits for the batches on the wire, and again \
+         for its last writes; the default is 5000"
+    );
+    assert!(error(&format!("{TWO}B.task.shutdown.graceful.timeout.ms = 1\n"))
+        .contains("`task.shutdown.graceful.timeout.ms` is process-wide"),);
 }
 
 #[test]
