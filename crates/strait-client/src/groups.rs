@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::{
@@ -156,7 +157,7 @@ impl KafkaClient {
                 .groups
                 .first()
                 .ok_or_else(|| Error::NoBroker(format!("DescribeGroups {group}: no answer")))?;
-            if described.error_code == 69 {
+            if described.error_code == ResponseError::GroupIdNotFound.code() {
                 // GROUP_ID_NOT_FOUND: Kafka 4 answers so for a group that does not exist.
                 return Ok(GroupDescription {
                     state: "Dead".into(),
