@@ -49,6 +49,15 @@ pub enum MirrorError {
         /// What is wrong.
         message: String,
     },
+    /// One of the mirror's own compacted topics (progress, checkpoints, offset syncs,
+    /// heartbeats) holds batches that cannot be read.
+    #[error("internal topic {topic}: {message}")]
+    InternalTopic {
+        /// The topic.
+        topic: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl MirrorError {
@@ -57,6 +66,48 @@ impl MirrorError {
         MirrorError::Client {
             cluster: cluster.to_owned(),
             error,
+        }
+    }
+
+    /// [`MirrorError::client`] for `cluster`, to hand to `map_err`.
+    pub fn client_at(cluster: &str) -> impl Fn(strait_client::Error) -> MirrorError + Copy + '_ {
+        move |error| MirrorError::client(cluster, error)
+    }
+
+    /// The batch of `topic`-`partition` at source `offset` could not be parsed or forwarded.
+    pub fn batch(topic: &str, partition: i32, offset: i64, error: strait_wire::WireError) -> MirrorError {
+        MirrorError::Batch {
+            topic: topic.to_owned(),
+            partition,
+            offset,
+            error,
+        }
+    }
+
+    /// The target refused the batch of source offsets `first..=last` of `topic`-`partition` for good.
+    pub fn refused(topic: &str, partition: i32, first: i64, last: i64, error: strait_client::Error) -> MirrorError {
+        MirrorError::Refused {
+            topic: topic.to_owned(),
+            partition,
+            first,
+            last,
+            error,
+        }
+    }
+
+    /// The progress topic `topic` holds something we cannot read.
+    pub fn progress(topic: &str, message: impl Into<String>) -> MirrorError {
+        MirrorError::Progress {
+            topic: topic.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// The internal topic `topic` holds batches we cannot read.
+    pub fn internal_topic(topic: &str, message: impl Into<String>) -> MirrorError {
+        MirrorError::InternalTopic {
+            topic: topic.to_owned(),
+            message: message.into(),
         }
     }
 
