@@ -116,3 +116,40 @@ impl MirrorError {
         matches!(self, MirrorError::Client { error, .. } if error.is_retriable())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn wrapped_errors_are_sources_and_quoted() {
+        let unreachable = strait_client::Error::NoBroker("none of bootstrap.servers answered".into());
+        let error = MirrorError::client_at("target")(unreachable);
+        assert_eq!(error.to_string(), "target cluster: none of bootstrap.servers answered");
+        assert_eq!(
+            error.source().map(|s| s.to_string()).as_deref(),
+            Some("none of bootstrap.servers answered")
+        );
+        assert!(error.is_retriable());
+
+        let wire = strait_wire::WireError::UnsupportedMagic {
+            base_offset: 10,
+            magic: 1,
+        };
+        let error = MirrorError::batch("t", 3, 10, wire.clone());
+        assert!(error.to_string().starts_with("t-3 at offset 10: "));
+        assert_eq!(error.source().map(|s| s.to_string()), Some(wire.to_string()));
+        assert!(!error.is_retriable());
+    }
+
+    #[test]
+    fn internal_topics_are_not_called_the_progress_topic() {
+        let error = MirrorError::internal_topic("mm2-offset-syncs.B.internal", "no progress reading partition 0");
+        assert_eq!(
+            error.to_string(),
+            "internal topic mm2-offset-syncs.B.internal: no progress reading partition 0"
+        );
+    }
+}
