@@ -44,7 +44,7 @@ fn a_bad_config_line_prints_its_message_chain_and_no_backtrace() {
 }
 
 #[test]
-fn a_redirected_log_has_no_colour_codes() {
+fn a_redirected_check_config_log_has_no_colour_codes() {
     // `tasks.max` is a Connect setting Strait ignores, and says so in the log.
     let config = config_file(
         "ignored-key",
@@ -59,4 +59,34 @@ fn a_redirected_log_has_no_colour_codes() {
         "{stderr:?}"
     );
     assert!(!stderr.contains('\x1b'), "{stderr:?}");
+}
+
+#[test]
+fn a_redirected_run_log_has_no_colour_codes() {
+    // Nothing listens on port 1: the flow waits for its clusters and says so in the log.
+    let config = config_file(
+        "unreachable",
+        "clusters = A, B\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = 127.0.0.1:1\nA->B.enabled = true\n",
+    );
+    let log = std::env::temp_dir().join(format!("strait-unreachable-{}.log", std::process::id()));
+    let mut strait = Command::new(env!("CARGO_BIN_EXE_strait"))
+        .arg("run")
+        .arg(&config)
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut text = String::new();
+    while std::time::Instant::now() < deadline && !text.contains("flow cannot start yet") {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        text = std::fs::read_to_string(&log).unwrap_or_default();
+    }
+    strait.kill().unwrap();
+    strait.wait().unwrap();
+    let _ = std::fs::remove_file(&config);
+    let _ = std::fs::remove_file(&log);
+    assert!(text.contains("flow cannot start yet"), "{text:?}");
+    assert!(!text.contains('\x1b'), "{text:?}");
 }
