@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Context;
+use strait_client::kafka_protocol::error::ResponseError;
 use strait_client::kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use strait_client::kafka_protocol::messages::{ApiKey, DeleteTopicsRequest};
 use strait_client::{KafkaClient, NewTopic, OffsetSpec};
@@ -74,14 +75,15 @@ pub async fn delete_topics(client: &KafkaClient, topics: &[String]) -> anyhow::R
     .with_timeout_ms(60_000);
     let response = connection.send_version(&request, version).await?;
     for result in &response.responses {
-        // UNKNOWN_TOPIC_OR_PARTITION: already gone.
-        if result.error_code != 0 && result.error_code != 3 {
-            anyhow::bail!(
-                "deleting {:?}: error {} {:?}",
-                result.name,
-                result.error_code,
-                result.error_message
-            );
+        let checked = strait_client::Error::check(
+            result.error_code,
+            || format!("DeleteTopics {:?}", result.name),
+            result.error_message.as_deref(),
+        );
+        match checked {
+            // UNKNOWN_TOPIC_OR_PARTITION: already gone.
+            Err(error) if !error.is(ResponseError::UnknownTopicOrPartition) => return Err(error.into()),
+            _ => {}
         }
     }
     Ok(())

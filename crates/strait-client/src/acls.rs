@@ -1,5 +1,6 @@
 //! Topic ACLs: DescribeAcls and CreateAcls.
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::{CreateAclsRequest, DescribeAclsRequest};
 use kafka_protocol::protocol::StrBytes;
@@ -54,7 +55,7 @@ impl KafkaClient {
             .with_operation(ANY)
             .with_permission_type(ANY);
         let response = self.any_connection().await?.send(&request).await?;
-        if response.error_code == 54 {
+        if response.error_code == ResponseError::SecurityDisabled.code() {
             return Ok(None);
         }
         Error::check(

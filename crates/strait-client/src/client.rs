@@ -364,7 +364,7 @@ impl KafkaClient {
         .await?;
         for result in &response.results {
             // INVALID_PARTITIONS: it already has (at least) that many.
-            if result.error_code != 37 {
+            if result.error_code != ResponseError::InvalidPartitions.code() {
                 Error::check(
                     result.error_code,
                     || format!("CreatePartitions {topic} to {count}"),

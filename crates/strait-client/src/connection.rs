@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
     SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
@@ -218,27 +219,28 @@ impl BrokerConnection {
     async fn authenticate(&self, sasl: &SaslConfig) -> Result<()> {
         let broker = &self.shared.broker;
         let mechanism = sasl.mechanism.name();
-        let failed = |code: i16, message: Option<String>, hint: &'static str| {
+        let failed = |code: ResponseError, message: Option<String>, hint: &'static str| {
             Error::Authentication(Box::new(AuthenticationFailure {
                 broker: broker.clone(),
                 mechanism,
                 username: sasl.username.clone(),
-                code: KafkaCode::from_code(code).unwrap_or(KafkaCode::from_code(-1).expect("-1 is an error code")),
+                code: KafkaCode(code),
                 message,
                 hint,
             }))
         };
-        const SASL_AUTHENTICATION_FAILED: i16 = 58;
+        // Our own SCRAM checks failing count as the broker refusing the credentials would.
+        const SASL_AUTHENTICATION_FAILED: ResponseError = ResponseError::SaslAuthenticationFailed;
         const CHECK_CREDENTIALS: &str =
             "check the username and password in sasl.jaas.config, and that the user exists for sasl.mechanism";
 
         self.version(ApiKey::SaslHandshake)?;
         let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism));
         let response: SaslHandshakeResponse = self.send_version(&request, 1).await?;
-        if response.error_code != 0 {
+        if let Some(code) = ResponseError::try_from_code(response.error_code) {
             let enabled: Vec<&str> = response.mechanisms.iter().map(|m| m.as_str()).collect();
             return Err(failed(
-                response.error_code,
+                code,
                 Some(format!("the listener enables {enabled:?}")),
                 "check sasl.mechanism and security.protocol against the broker's listener",
             ));
@@ -277,13 +279,13 @@ impl BrokerConnection {
         &self,
         message: Vec<u8>,
         version: i16,
-        failed: &impl Fn(i16, Option<String>, &'static str) -> Error,
+        failed: &impl Fn(ResponseError, Option<String>, &'static str) -> Error,
     ) -> Result<Bytes> {
         let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(message));
         let response: SaslAuthenticateResponse = self.send_version(&request, version).await?;
-        if response.error_code != 0 {
+        if let Some(code) = ResponseError::try_from_code(response.error_code) {
             return Err(failed(
-                response.error_code,
+                code,
                 response.error_message.map(|m| m.to_string()),
                 "check the username and password in sasl.jaas.config, and that the user exists for sasl.mechanism",
             ));
@@ -416,7 +418,7 @@ impl BrokerConnection {
             .with_client_software_name(StrBytes::from_static_str("strait"))
             .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
         let mut response: ApiVersionsResponse = self.send_version(&request, 3).await?;
-        if response.error_code == 35 {
+        if response.error_code == ResponseError::UnsupportedVersion.code() {
             response = self.send_version(&request, 0).await?;
         }
         Error::check(

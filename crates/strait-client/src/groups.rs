@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::{
-    DescribeGroupsRequest, FindCoordinatorRequest, GroupId, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest,
+    ApiKey, DescribeGroupsRequest, FindCoordinatorRequest, GroupId, ListGroupsRequest, OffsetCommitRequest,
+    OffsetFetchRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -155,8 +157,14 @@ impl KafkaClient {
             let described = response
                 .groups
                 .first()
-                .ok_or_else(|| Error::NoBroker(format!("DescribeGroups {group}: no answer")))?;
-            if described.error_code == 69 {
+                // An answer without the group asked about is a broken response, not an
+                // unreachable broker: not retried.
+                .ok_or_else(|| Error::Protocol {
+                    api: ApiKey::DescribeGroups,
+                    version: connection.version(ApiKey::DescribeGroups).unwrap_or(-1),
+                    message: format!("no answer for group {group}"),
+                })?;
+            if described.error_code == ResponseError::GroupIdNotFound.code() {
                 // GROUP_ID_NOT_FOUND: Kafka 4 answers so for a group that does not exist.
                 return Ok(GroupDescription {
                     state: "Dead".into(),

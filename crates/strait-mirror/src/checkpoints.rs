@@ -131,7 +131,7 @@ async fn emit_checkpoints(
     topic: &str,
     latest: &mut HashMap<CheckpointKey, Checkpoint>,
 ) -> Result<usize, MirrorError> {
-    let fail = |error| MirrorError::client(&flow.source.alias, error);
+    let fail = MirrorError::client_at(&flow.source.alias);
     let groups = source.list_groups().await.map_err(fail)?;
     // With when its group's offsets were read, for MM2's checkpoint latency.
     let mut fresh: Vec<(Checkpoint, i64)> = Vec::new();

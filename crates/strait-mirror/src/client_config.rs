@@ -23,7 +23,7 @@ pub fn client_config(cluster: &ClusterClientConfig, role: ClientRole) -> Result<
         None => ClientConfig::new(&cluster.bootstrap_servers.join(",")),
     };
     config.connection.client_id = format!("strait-{}", cluster.alias);
-    let fail = |error| MirrorError::client(&cluster.alias, error);
+    let fail = MirrorError::client_at(&cluster.alias);
     config.connection.security = Security::from_properties(&props).map_err(fail)?;
     if let Some(value) = props.get("request.timeout.ms") {
         let ms = value

@@ -49,6 +49,15 @@ pub enum MirrorError {
         /// What is wrong.
         message: String,
     },
+    /// One of the mirror's own compacted topics (progress, checkpoints, offset syncs,
+    /// heartbeats) holds batches that cannot be read.
+    #[error("internal topic {topic}: {message}")]
+    InternalTopic {
+        /// The topic.
+        topic: String,
+        /// What is wrong.
+        message: String,
+    },
     /// At shutdown, the target did not acknowledge the batches on the wire in time; a restart
     /// fetches them again.
     #[error(
@@ -82,8 +91,87 @@ impl MirrorError {
         }
     }
 
+    /// [`MirrorError::client`] for `cluster`, to hand to `map_err`.
+    pub fn client_at(cluster: &str) -> impl Fn(strait_client::Error) -> MirrorError + Copy + '_ {
+        move |error| MirrorError::client(cluster, error)
+    }
+
+    /// The batch of `topic`-`partition` at source `offset` could not be parsed or forwarded.
+    pub fn batch(topic: &str, partition: i32, offset: i64, error: strait_wire::WireError) -> MirrorError {
+        MirrorError::Batch {
+            topic: topic.to_owned(),
+            partition,
+            offset,
+            error,
+        }
+    }
+
+    /// The target refused the batch of source offsets `first..=last` of `topic`-`partition` for good.
+    pub fn refused(topic: &str, partition: i32, first: i64, last: i64, error: strait_client::Error) -> MirrorError {
+        MirrorError::Refused {
+            topic: topic.to_owned(),
+            partition,
+            first,
+            last,
+            error,
+        }
+    }
+
+    /// The progress topic `topic` holds something we cannot read.
+    pub fn progress(topic: &str, message: impl Into<String>) -> MirrorError {
+        MirrorError::Progress {
+            topic: topic.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// The internal topic `topic` holds batches we cannot read.
+    pub fn internal_topic(topic: &str, message: impl Into<String>) -> MirrorError {
+        MirrorError::InternalTopic {
+            topic: topic.to_owned(),
+            message: message.into(),
+        }
+    }
+
     /// Whether trying again later can succeed (a cluster unreachable, a leader moving).
     pub fn is_retriable(&self) -> bool {
         matches!(self, MirrorError::Client { error, .. } if error.is_retriable())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn wrapped_errors_are_sources_and_quoted() {
+        let unreachable = strait_client::Error::NoBroker("none of bootstrap.servers answered".into());
+        let error = MirrorError::client_at("target")(unreachable);
+        assert_eq!(error.to_string(), "target cluster: none of bootstrap.servers answered");
+        assert_eq!(
+            error.source().map(|s| s.to_string()).as_deref(),
+            Some("none of bootstrap.servers answered")
+        );
+        assert!(error.is_retriable());
+
+        let wire = strait_wire::WireError::UnsupportedMagic {
+            base_offset: 10,
+            magic: 1,
+        };
+        let error = MirrorError::batch("t", 3, 10, wire.clone());
+        assert!(error.to_string().starts_with("t-3 at offset 10: "));
+        assert_eq!(error.source().map(|s| s.to_string()), Some(wire.to_string()));
+        assert!(!error.is_retriable());
+    }
+
+    #[test]
+    fn internal_topics_are_not_called_the_progress_topic() {
+        let error = MirrorError::internal_topic("mm2-offset-syncs.B.internal", "no progress reading partition 0");
+        assert_eq!(
+            error.to_string(),
+            "internal topic mm2-offset-syncs.B.internal: no progress reading partition 0"
+        );
     }
 }

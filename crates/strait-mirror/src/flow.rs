@@ -115,7 +115,7 @@ pub(crate) async fn connect(
 ) -> Result<KafkaClient, MirrorError> {
     KafkaClient::connect(client_config(cluster, role)?)
         .await
-        .map_err(|error| MirrorError::client(&cluster.alias, error))
+        .map_err(MirrorError::client_at(&cluster.alias))
 }
 
 /// Runs `step` until it succeeds, retrying errors that may pass (a cluster unreachable or
@@ -213,7 +213,7 @@ async fn set_up(flow: &FlowConfig, target: &KafkaClient) -> Result<Setup, Mirror
     let target_brokers = target
         .metadata(Some(&[]))
         .await
-        .map_err(|error| MirrorError::client(&flow.target.alias, error))?
+        .map_err(MirrorError::client_at(&flow.target.alias))?
         .brokers
         .len() as i16;
     let progress = ProgressStore::open(
@@ -450,17 +450,17 @@ async fn discover(
     let source_metadata = source
         .metadata(None)
         .await
-        .map_err(|error| MirrorError::client(&flow.source.alias, error))?;
+        .map_err(MirrorError::client_at(&flow.source.alias))?;
     let target_metadata = target
         .metadata(None)
         .await
-        .map_err(|error| MirrorError::client(&flow.target.alias, error))?;
+        .map_err(MirrorError::client_at(&flow.target.alias))?;
     let replication_factor = if flow.replication_factor < 0 {
         -1
     } else {
         (flow.replication_factor as i16).min(target_brokers)
     };
-    let target_error = |error| MirrorError::client(&flow.target.alias, error);
+    let target_error = MirrorError::client_at(&flow.target.alias);
     let mut routes = Vec::new();
     let mut new_topics = Vec::new();
     // Remote topics created or grown now: their partitions are mirrored once they have leaders.
@@ -476,7 +476,7 @@ async fn discover(
                     let entries = source
                         .describe_topic_configs(topic)
                         .await
-                        .map_err(|error| MirrorError::client(&flow.source.alias, error))?;
+                        .map_err(MirrorError::client_at(&flow.source.alias))?;
                     creation_configs(flow, &entries)
                 } else {
                     Vec::new()

@@ -18,7 +18,7 @@ pub(crate) async fn ensure_compacted_topic(
     partitions: i32,
     replication_factor: i16,
 ) -> Result<i32, MirrorError> {
-    let fail = |error| MirrorError::client(cluster, error);
+    let fail = MirrorError::client_at(cluster);
     let brokers = client.metadata(Some(&[])).await.map_err(fail)?.brokers.len() as i16;
     client
         .create_topics(&[NewTopic {
@@ -77,11 +77,8 @@ async fn read_records(
     partitions: &[i32],
     tail: Option<i64>,
 ) -> Result<Vec<(Option<Bytes>, Option<Bytes>)>, MirrorError> {
-    let fail = |error| MirrorError::client(cluster, error);
-    let corrupt = |message: String| MirrorError::Progress {
-        topic: topic.into(),
-        message,
-    };
+    let fail = MirrorError::client_at(cluster);
+    let corrupt = |message: String| MirrorError::internal_topic(topic, message);
     let starts = client
         .list_offsets(topic, partitions, OffsetSpec::Earliest)
         .await
@@ -141,7 +138,7 @@ pub(crate) async fn write_records(
         .produce(topic, partition, vec![builder.build()])
         .await
         .map(drop)
-        .map_err(|error| MirrorError::client(cluster, error))
+        .map_err(MirrorError::client_at(cluster))
 }
 
 /// Wall-clock time in epoch milliseconds.

@@ -41,7 +41,7 @@ async fn last_heartbeat(flow: &FlowConfig, target: &KafkaClient) -> Result<Optio
     let metadata = target
         .metadata(Some(&[topic]))
         .await
-        .map_err(|error| MirrorError::client(&flow.target.alias, error))?;
+        .map_err(MirrorError::client_at(&flow.target.alias))?;
     if metadata.topics.get(topic).is_none_or(|t| t.error != 0) {
         return Ok(None);
     }
@@ -71,7 +71,7 @@ async fn read_lag_with(
     source: &KafkaClient,
     progress: Option<&ProgressStore>,
 ) -> Result<Vec<PartitionLag>, MirrorError> {
-    let fail = |error| MirrorError::client(&flow.source.alias, error);
+    let fail = MirrorError::client_at(&flow.source.alias);
     let metadata = source.metadata(None).await.map_err(fail)?;
     let mut lags = Vec::new();
     for (topic, topic_metadata) in replicated_topics(flow, &metadata) {

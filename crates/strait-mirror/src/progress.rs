@@ -105,7 +105,7 @@ impl ProgressStore {
         let metadata = client
             .metadata(Some(&[topic.as_str()]))
             .await
-            .map_err(|error| MirrorError::client(target_alias, error))?;
+            .map_err(MirrorError::client_at(target_alias))?;
         match metadata.topics.get(&topic) {
             Some(t) if t.error == 0 && !t.partitions.is_empty() => {
                 let partitions = t.partitions.len() as i32;
@@ -142,10 +142,7 @@ impl ProgressStore {
     }
 
     fn corrupt(&self, message: String) -> MirrorError {
-        MirrorError::Progress {
-            topic: self.topic.clone(),
-            message,
-        }
+        MirrorError::progress(&self.topic, message)
     }
 
     /// Applies one record of the offsets topic; other connectors' and clusters' keys are skipped.

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use strait_client::KafkaClient;
 use strait_config::ClientRole;
-use strait_mirror::client_config;
+use strait_mirror::{client_config, MirrorError};
 use strait_wire::Checkpoint;
 
 use crate::run::load;
@@ -40,11 +40,15 @@ async fn checkpoints(config: &PathBuf, group: Option<&str>) -> anyhow::Result<Ve
     let config = load(config)?;
     let mut all = Vec::new();
     for flow in config.enabled_flows() {
-        let target = KafkaClient::connect(client_config(&flow.target, ClientRole::Admin)?).await?;
+        let on_target = MirrorError::client_at(&flow.target.alias);
+        let target = KafkaClient::connect(client_config(&flow.target, ClientRole::Admin)?)
+            .await
+            .map_err(on_target)?;
         let topic = flow.checkpoints_topic();
         if target
             .metadata(Some(&[&topic]))
-            .await?
+            .await
+            .map_err(on_target)?
             .topics
             .get(&topic)
             .is_none_or(|t| t.error != 0)

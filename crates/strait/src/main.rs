@@ -8,6 +8,7 @@ mod plan;
 mod run;
 
 use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -42,12 +43,27 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(LogWriter::new)
+        // Colours only for a person reading a terminal: in a file they are escape codes.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
+    // Returning the error from main would print its Debug form, with a stack backtrace when
+    // RUST_BACKTRACE is set: noise under an expected error such as a bad config line. Panics
+    // still print theirs.
+    match execute(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprint!("{}", report(&error));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn execute(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     match cli.command {
         Command::Run(args) => runtime.block_on(run::run(args)),
@@ -59,6 +75,19 @@ fn main() -> anyhow::Result<()> {
         Command::Translate(args) => runtime.block_on(groups::run_translate(args)),
         Command::Demo(args) => runtime.block_on(demo::run(args)),
     }
+}
+
+/// `error: …`, then a `caused by: …` line for each source in the chain whose text is not
+/// already printed (most of our errors quote their source in their own message).
+fn report(error: &anyhow::Error) -> String {
+    let mut text = format!("error: {error}\n");
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(&format!("caused by: {cause}\n"));
+        }
+    }
+    text
 }
 
 /// Writes one log event to stderr; on a terminal it first clears the line, so that events do
@@ -88,5 +117,25 @@ impl Write for LogWriter {
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.stderr.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_gives_each_cause_once() {
+        let missing = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        let error = anyhow::Error::new(missing).context("reading a.properties");
+        assert_eq!(report(&error), "error: reading a.properties\ncaused by: No such file\n");
+
+        // MirrorError quotes the client error it wraps, which is also its source.
+        let unreachable = strait_client::Error::NoBroker("none of bootstrap.servers answered".into());
+        let error = anyhow::Error::new(strait_mirror::MirrorError::client("target", unreachable));
+        assert_eq!(
+            report(&error),
+            "error: target cluster: none of bootstrap.servers answered\n"
+        );
     }
 }

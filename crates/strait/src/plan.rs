@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use strait_client::KafkaClient;
 use strait_config::ClientRole;
-use strait_mirror::client_config;
+use strait_mirror::{client_config, MirrorError};
 
 use crate::run::load;
 
@@ -24,9 +24,19 @@ pub async fn run(args: PlanArgs) -> anyhow::Result<()> {
     let config = load(&args.config)?;
     let mut rows = Vec::new();
     for flow in config.enabled_flows() {
-        let source = KafkaClient::connect(client_config(&flow.source, ClientRole::Admin)?).await?;
-        let target = KafkaClient::connect(client_config(&flow.target, ClientRole::Admin)?).await?;
-        let (source_topics, target_topics) = (source.metadata(None).await?.topics, target.metadata(None).await?.topics);
+        // Errors name the cluster: both may fail the same way.
+        let (on_source, on_target) = (
+            MirrorError::client_at(&flow.source.alias),
+            MirrorError::client_at(&flow.target.alias),
+        );
+        let source = KafkaClient::connect(client_config(&flow.source, ClientRole::Admin)?)
+            .await
+            .map_err(on_source)?;
+        let target = KafkaClient::connect(client_config(&flow.target, ClientRole::Admin)?)
+            .await
+            .map_err(on_target)?;
+        let source_topics = source.metadata(None).await.map_err(on_source)?.topics;
+        let target_topics = target.metadata(None).await.map_err(on_target)?.topics;
         for (topic, metadata) in &source_topics {
             let partitions = metadata.partitions.len();
             let (remote, action) = if metadata.is_internal {

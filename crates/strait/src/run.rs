@@ -111,7 +111,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let signal = wait_for_signal();
     tokio::pin!(signal);
-    // A flow only ends by itself when it cannot go on (e.g. a cluster is unreachable at start).
+    // A flow only ends by itself when it cannot go on (e.g. a cluster refuses our credentials,
+    // or a partition stopped); an unreachable cluster is waited for.
     while !handles.iter().any(|h| h.is_finished()) {
         tokio::select! {
             result = &mut signal => {
@@ -152,7 +153,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     // The errors again, last, so that the exit message alone says which cluster failed and why.
     anyhow::ensure!(
         errors.is_empty(),
-        "the mirror stopped with errors (see the log above): {}",
+        "flows stopped with errors (see the log above): {}",
         errors.join("; ")
     );
     Ok(())

@@ -450,13 +450,7 @@ impl QueueState {
             unreachable!("a failure is of the front batch");
         };
         let (first, last) = (front.outgoing.source_first(), front.outgoing.source_last);
-        let refused = |error| MirrorError::Refused {
-            topic: route.source_topic.to_string(),
-            partition: route.partition,
-            first,
-            last,
-            error,
-        };
+        let refused = |error| MirrorError::refused(&route.source_topic, route.partition, first, last, error);
         match remedy {
             Remedy::Stop => Settled::Stop(refused(error)),
             Remedy::Split => match front.outgoing.split(&mut charge) {
@@ -484,12 +478,7 @@ impl QueueState {
                     Settled::ResendAt(now)
                 }
                 Ok(None) => Settled::Stop(refused(error)),
-                Err(wire) => Settled::Stop(MirrorError::Batch {
-                    topic: route.source_topic.to_string(),
-                    partition: route.partition,
-                    offset: first,
-                    error: wire,
-                }),
+                Err(wire) => Settled::Stop(MirrorError::batch(&route.source_topic, route.partition, first, wire)),
             },
             Remedy::Rehome => {
                 let at = now + self.backoff.next_delay();
@@ -993,15 +982,15 @@ mod tests {
     fn a_stop_waits_for_the_batches_before_it() {
         let budget = Budget::new(1 << 20);
         let mut state = QueueState::default();
-        let stop = MirrorError::Batch {
-            topic: "t".into(),
-            partition: 0,
-            offset: 10,
-            error: strait_wire::WireError::UnsupportedMagic {
+        let stop = MirrorError::batch(
+            "t",
+            0,
+            10,
+            strait_wire::WireError::UnsupportedMagic {
                 base_offset: 10,
                 magic: 1,
             },
-        };
+        );
         let recorded = state.push([Entry::Forward(outgoing(batch_at(0, 10), &budget)), Entry::Stop(stop)]);
         assert!(recorded.stop.is_none());
         let now = Instant::now();

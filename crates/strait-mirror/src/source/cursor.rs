@@ -86,12 +86,8 @@ impl Cursor {
         stats.record_source_end(data.high_watermark);
         let mut filter = AbortedTransactionFilter::new(data.aborted_transactions);
         let mut entries = Vec::new();
-        let batch_error = |offset, error| MirrorError::Batch {
-            topic: self.route.source_topic.clone(),
-            partition: self.route.partition,
-            offset,
-            error,
-        };
+        let batch_error =
+            |offset, error| MirrorError::batch(&self.route.source_topic, self.route.partition, offset, error);
         for batch in RecordBatches::new(data.records) {
             let batch = match batch {
                 Ok(batch) => batch,

@@ -433,7 +433,7 @@ async fn out_of_range(context: &SourceContext, cursor: &mut Cursor) -> Result<Ve
             .list_offsets(topic, &[partition], spec)
             .await
             .map(|offsets| offsets[&partition])
-            .map_err(|error| MirrorError::client(&context.alias, error))
+            .map_err(MirrorError::client_at(&context.alias))
     };
     let earliest = offsets(OffsetSpec::Earliest).await?;
     let latest = offsets(OffsetSpec::Latest).await?;
