@@ -1,11 +1,7 @@
 //! `strait`: the command-line entry point.
 
-mod demo;
-mod groups;
+mod cmd;
 mod http;
-mod ops;
-mod plan;
-mod run;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -24,23 +20,24 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Mirror topics as the enabled flows of an MM2 configuration say, until SIGINT/SIGTERM.
-    Run(run::RunArgs),
+    Run(cmd::run::RunArgs),
     /// Parse an MM2 configuration and print the effective flows and settings.
-    CheckConfig(run::CheckConfigArgs),
+    CheckConfig(cmd::check_config::CheckConfigArgs),
     /// Show which topics each flow would replicate, their remote names, and which are skipped
     /// and why, without writing anything.
-    Plan(plan::PlanArgs),
+    Plan(cmd::plan::PlanArgs),
     /// Show each flow's state read from the clusters: last heartbeat, partitions, total lag.
-    Status(ops::OpsArgs),
+    Status(cmd::OpsArgs),
     /// Show each mirrored partition's position, source log end offset and lag.
-    Lag(ops::OpsArgs),
+    Lag(cmd::OpsArgs),
     /// Print the latest checkpoints (consumer group positions translated for the target).
-    Checkpoints(groups::CheckpointsArgs),
+    Checkpoints(cmd::checkpoints::CheckpointsArgs),
     /// Print the target offsets a consumer group failing over should use.
-    Translate(groups::TranslateArgs),
+    Translate(cmd::translate::TranslateArgs),
     /// Start two local Kafka clusters (fetched with Maven), put data in the source and show the
     /// mirror at work; everything is stopped and removed at the end.
-    Demo(demo::DemoArgs),
+    #[cfg(feature = "demo")]
+    Demo(cmd::demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,14 +63,15 @@ fn main() -> ExitCode {
 fn execute(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     match cli.command {
-        Command::Run(args) => runtime.block_on(run::run(args)),
-        Command::CheckConfig(args) => run::check_config(args),
-        Command::Plan(args) => runtime.block_on(plan::run(args)),
-        Command::Status(args) => runtime.block_on(ops::run_status(args)),
-        Command::Lag(args) => runtime.block_on(ops::run_lag(args)),
-        Command::Checkpoints(args) => runtime.block_on(groups::run_checkpoints(args)),
-        Command::Translate(args) => runtime.block_on(groups::run_translate(args)),
-        Command::Demo(args) => runtime.block_on(demo::run(args)),
+        Command::Run(args) => runtime.block_on(cmd::run::run(args)),
+        Command::CheckConfig(args) => cmd::check_config::check_config(args),
+        Command::Plan(args) => runtime.block_on(cmd::plan::run(args)),
+        Command::Status(args) => runtime.block_on(cmd::status::run_status(args)),
+        Command::Lag(args) => runtime.block_on(cmd::lag::run_lag(args)),
+        Command::Checkpoints(args) => runtime.block_on(cmd::checkpoints::run_checkpoints(args)),
+        Command::Translate(args) => runtime.block_on(cmd::translate::run_translate(args)),
+        #[cfg(feature = "demo")]
+        Command::Demo(args) => runtime.block_on(cmd::demo::run(args)),
     }
 }
 

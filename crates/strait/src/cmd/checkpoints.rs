@@ -1,4 +1,5 @@
-//! `strait checkpoints` and `strait translate`: what a consumer group failing over should use.
+//! `strait checkpoints`: the latest checkpoints (consumer group positions translated for the
+//! target).
 
 use std::path::PathBuf;
 
@@ -7,8 +8,7 @@ use strait_config::ClientRole;
 use strait_mirror::{client_config, MirrorError};
 use strait_wire::Checkpoint;
 
-use crate::run::load;
-
+use super::load;
 /// Options of `strait checkpoints`.
 #[derive(Debug, clap::Args)]
 pub struct CheckpointsArgs {
@@ -22,21 +22,11 @@ pub struct CheckpointsArgs {
     json: bool,
 }
 
-/// Options of `strait translate`.
-#[derive(Debug, clap::Args)]
-pub struct TranslateArgs {
-    /// The MirrorMaker 2 configuration (`mm2.properties`).
-    config: PathBuf,
-    /// The consumer group failing over.
-    #[arg(long)]
-    group: String,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-}
-
 /// The latest checkpoints of every enabled flow, as (source alias, target alias, checkpoint).
-async fn checkpoints(config: &PathBuf, group: Option<&str>) -> anyhow::Result<Vec<(String, String, Checkpoint)>> {
+pub(crate) async fn checkpoints(
+    config: &PathBuf,
+    group: Option<&str>,
+) -> anyhow::Result<Vec<(String, String, Checkpoint)>> {
     let config = load(config)?;
     let mut all = Vec::new();
     for flow in config.enabled_flows() {
@@ -88,29 +78,6 @@ pub async fn run_checkpoints(args: CheckpointsArgs) -> anyhow::Result<()> {
             println!(
                 "{:<10} {:<10} {:<24} {:<32} {:>9} {:>15} {:>17}",
                 source, target, c.group, c.topic, c.partition, c.upstream_offset, c.downstream_offset
-            );
-        }
-    }
-    Ok(())
-}
-
-/// `strait translate`: the target offsets a failing-over consumer should use (what
-/// `RemoteClusterUtils.translateOffsets` returns).
-pub async fn run_translate(args: TranslateArgs) -> anyhow::Result<()> {
-    let all = checkpoints(&args.config, Some(&args.group)).await?;
-    anyhow::ensure!(!all.is_empty(), "no checkpoints for group `{}` yet (is it consuming a mirrored topic, and has emit.checkpoints.interval.seconds passed?)", args.group);
-    if args.json {
-        let records: Vec<_> = all
-            .iter()
-            .map(|(_, target, c)| serde_json::json!({"cluster": target, "topic": c.topic, "partition": c.partition, "offset": c.downstream_offset}))
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&records)?);
-    } else {
-        println!("{:<10} {:<40} {:>9} {:>12}", "CLUSTER", "TOPIC", "PARTITION", "OFFSET");
-        for (_, target, c) in &all {
-            println!(
-                "{:<10} {:<40} {:>9} {:>12}",
-                target, c.topic, c.partition, c.downstream_offset
             );
         }
     }

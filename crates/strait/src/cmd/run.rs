@@ -1,4 +1,4 @@
-//! `strait run` and `strait check-config`.
+//! `strait run`: mirror until SIGINT/SIGTERM, with the progress line on a terminal.
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use strait_config::Mm2Config;
 use strait_mirror::Stats;
+
+use super::load;
 
 /// Options of `strait run`.
 #[derive(Debug, clap::Args)]
@@ -21,45 +22,6 @@ pub struct RunArgs {
     /// Serve /metrics, /status and /health on this host:port (overrides `strait.http.listener`).
     #[arg(long, value_name = "HOST:PORT")]
     http: Option<String>,
-}
-
-/// Options of `strait check-config`.
-#[derive(Debug, clap::Args)]
-pub struct CheckConfigArgs {
-    /// The MirrorMaker 2 configuration (`mm2.properties`).
-    config: PathBuf,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
-}
-
-/// Loads and validates the configuration, logging what it ignores.
-pub fn load(path: &PathBuf) -> anyhow::Result<Mm2Config> {
-    let config = Mm2Config::from_path(path).with_context(|| format!("reading {}", path.display()))?;
-    for ignored in config.ignored() {
-        tracing::info!(line = ignored.line, key = %ignored.key, "ignored: {}", ignored.reason);
-    }
-    for warning in config.warnings() {
-        tracing::warn!("{warning}");
-    }
-    Ok(config)
-}
-
-/// `strait check-config`.
-pub fn check_config(args: CheckConfigArgs) -> anyhow::Result<()> {
-    let config = load(&args.config)?;
-    // Security settings are read as `run` reads them (stores and key files too), so that an
-    // unsupported mechanism or a JKS store shows up here rather than at start.
-    for flow in config.flows() {
-        strait_mirror::client_config(&flow.source, strait_config::ClientRole::Consumer)?;
-        strait_mirror::client_config(&flow.target, strait_config::ClientRole::Producer)?;
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&config.to_json())?);
-    } else {
-        print!("{config}");
-    }
-    Ok(())
 }
 
 /// `strait run`.

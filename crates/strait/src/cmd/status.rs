@@ -1,87 +1,9 @@
-//! `strait lag` and `strait status`: how far each flow is, read from the clusters.
-
-use std::path::PathBuf;
+//! `strait status`: per flow, whether a mirror is heartbeating and how far behind it is, read
+//! from the clusters.
 
 use serde_json::{json, Value};
-use strait_mirror::PartitionLag;
 
-use crate::run::load;
-
-/// Options of `strait lag` and `strait status`.
-#[derive(Debug, clap::Args)]
-pub struct OpsArgs {
-    /// The MirrorMaker 2 configuration (`mm2.properties`).
-    config: PathBuf,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-}
-
-fn lag_json(lag: &PartitionLag) -> Value {
-    json!({
-        "topic": lag.topic,
-        "remote_topic": lag.remote_topic,
-        "partition": lag.partition,
-        "position": lag.position,
-        "log_end_offset": lag.source_end,
-        "lag": lag.records,
-        "lag_seconds": lag.seconds,
-    })
-}
-
-fn offset(value: Option<i64>) -> String {
-    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
-}
-
-/// `strait lag`: per partition, the source log end offset minus the mirrored position.
-pub async fn run_lag(args: OpsArgs) -> anyhow::Result<()> {
-    let config = load(&args.config)?;
-    let mut flows = Vec::new();
-    for flow in config.enabled_flows() {
-        flows.push((flow.name(), strait_mirror::read_lag(flow).await?));
-    }
-    if args.json {
-        let flows: Vec<Value> = flows
-            .iter()
-            .map(|(name, lags)| {
-                json!({
-                    "flow": name,
-                    "lag": lags.iter().map(|l| l.records).sum::<i64>(),
-                    "partitions": lags.iter().map(lag_json).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&json!({ "flows": flows }))?);
-        return Ok(());
-    }
-    let mut rows = vec![[
-        "FLOW",
-        "TOPIC",
-        "PARTITION",
-        "REMOTE-TOPIC",
-        "CURRENT-OFFSET",
-        "LOG-END-OFFSET",
-        "LAG",
-        "LAG-SECONDS",
-    ]
-    .map(String::from)];
-    for (name, lags) in &flows {
-        for lag in lags {
-            rows.push([
-                name.clone(),
-                lag.topic.clone(),
-                lag.partition.to_string(),
-                lag.remote_topic.clone(),
-                offset(lag.position),
-                offset(lag.source_end),
-                lag.records.to_string(),
-                lag.seconds.map_or_else(|| "-".to_owned(), |s| format!("{s:.1}")),
-            ]);
-        }
-    }
-    print_table(&rows);
-    Ok(())
-}
+use super::{load, print_table, OpsArgs};
 
 /// `strait status`: per flow, whether the clusters answer, whether a mirror is heartbeating,
 /// and how far behind it is.
@@ -163,19 +85,4 @@ pub async fn run_status(args: OpsArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Left-aligned columns, two spaces apart.
-fn print_table<const N: usize>(rows: &[[String; N]]) {
-    let widths: Vec<usize> = (0..N)
-        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
-        .collect();
-    for row in rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        println!("{}", line.join("  ").trim_end());
-    }
 }

@@ -6,7 +6,7 @@ use strait_client::KafkaClient;
 use strait_config::ClientRole;
 use strait_mirror::{client_config, MirrorError};
 
-use crate::run::load;
+use super::load;
 
 /// Options of `strait plan`.
 #[derive(Debug, clap::Args)]
