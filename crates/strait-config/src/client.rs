@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::keys::{is_secret, java_list};
+use crate::secret::is_secret;
+use crate::value::java_list;
 
 /// Where an effective value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::client::{Origin, Setting};
 use crate::error::{ConfigError, Result};
-use crate::keys::Raw;
+use crate::value::Raw;
 
 /// How the mirror fetches from a flow's source: the source cluster's consumer keys.
 ///

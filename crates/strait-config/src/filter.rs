@@ -9,10 +9,11 @@
 
 use fancy_regex::Regex;
 
-use crate::keys::{connector_key, java_list};
+use crate::error::ConfigError;
+use crate::value::{java_list, Raw};
 
 /// A compiled MM2 pattern list; `None` matches nothing.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct PatternList(Option<Regex>);
 
 impl PatternList {
@@ -29,12 +30,6 @@ impl PatternList {
         let _ = compile(&joined)?;
         // Java's `Matcher.matches()` needs the whole input to match.
         compile(&format!("^(?:{joined})$")).map(|re| PatternList(Some(re)))
-    }
-
-    /// The default of a connector key whose default is a valid pattern list.
-    fn default_for(key: &str) -> Self {
-        let default = connector_key(key).map_or("", |k| k.default);
-        Self::parse(default).unwrap_or(PatternList(None))
     }
 
     /// True when the whole of `name` matches. A regex that exhausts fancy-regex's backtracking
@@ -77,16 +72,6 @@ impl TopicFilter {
     }
 }
 
-impl Default for TopicFilter {
-    /// MM2's defaults: `topics = .*`, `topics.exclude = .*[\-\.]internal, .*\.replica, __.*`.
-    fn default() -> Self {
-        Self::new(
-            PatternList::default_for("topics"),
-            PatternList::default_for("topics.exclude"),
-        )
-    }
-}
-
 /// Which consumer groups a flow checkpoints (`groups`, `groups.exclude`).
 #[derive(Debug, Clone)]
 pub struct GroupFilter {
@@ -102,16 +87,6 @@ impl GroupFilter {
     /// True when `group` matches `groups` and not `groups.exclude`.
     pub fn should_replicate_group(&self, group: &str) -> bool {
         self.include.matches(group) && !self.exclude.matches(group)
-    }
-}
-
-impl Default for GroupFilter {
-    /// MM2's defaults: `groups = .*`, `groups.exclude = console-consumer-.*, connect-.*, __.*`.
-    fn default() -> Self {
-        Self::new(
-            PatternList::default_for("groups"),
-            PatternList::default_for("groups.exclude"),
-        )
     }
 }
 
@@ -158,13 +133,15 @@ impl ConfigPropertyFilter {
     }
 }
 
-impl Default for ConfigPropertyFilter {
-    /// MM2's defaults: the six throttling/timestamp/ISR properties excluded, target defaults.
-    fn default() -> Self {
-        Self::new(
-            PatternList::default_for("config.properties.exclude"),
-            UseDefaultsFrom::Target,
-        )
+/// A filter value compiled where it is read, with its key and line in the error.
+impl Raw<'_> {
+    pub(crate) fn patterns(&self) -> crate::error::Result<PatternList> {
+        PatternList::parse(self.value).map_err(|(pattern, reason)| ConfigError::InvalidRegex {
+            line: self.line,
+            key: self.key.to_owned(),
+            pattern,
+            reason,
+        })
     }
 }
 

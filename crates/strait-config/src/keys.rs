@@ -1,11 +1,11 @@
-//! What every `mm2.properties` key means: the typed MM2 connector keys with their defaults, the
-//! Kafka client connection keys, the Connect keys Strait ignores, and Java-compatible value
-//! parsing.
+//! What every `mm2.properties` key means: the typed MM2 connector keys with their defaults (and
+//! the default filters they make), the Kafka client connection keys, and the Connect keys
+//! Strait ignores.
 
 use crate::data_path::{FETCH_KEYS, PRODUCE_KEYS};
-use crate::error::{ConfigError, Result};
-use crate::filter::PatternList;
-use crate::properties::Property;
+use crate::error::Result;
+use crate::filter::{ConfigPropertyFilter, GroupFilter, PatternList, TopicFilter, UseDefaultsFrom};
+use crate::value::Raw;
 
 /// How a connector key's value is parsed (Kafka `ConfigDef` types).
 #[derive(Debug, Clone, Copy)]
@@ -221,17 +221,6 @@ const KNOWN_SECURITY_KEYS: &[&str] = &[
 pub(crate) fn unknown_security_key(name: &str) -> Option<Option<&'static str>> {
     let security = name.starts_with("ssl.") || name.starts_with("sasl.");
     (security && !KNOWN_SECURITY_KEYS.contains(&name)).then(|| suggest(name, KNOWN_SECURITY_KEYS.iter().copied()))
-}
-
-/// Client settings whose values must never be printed.
-pub(crate) fn is_secret(name: &str) -> bool {
-    name.contains("password") || name == "sasl.jaas.config" || name == "ssl.keystore.key"
-}
-
-/// Whether a full key as written (`A.sasl.jaas.config`, `A->B.producer.ssl.key.password`)
-/// holds a secret value.
-pub(crate) fn is_secret_key(key: &str) -> bool {
-    key.contains("password") || key.ends_with("sasl.jaas.config") || key.ends_with("ssl.keystore.key")
 }
 
 /// The three client roles a cluster setting can be prefixed with.
@@ -501,78 +490,34 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// A raw value together with the key and line it came from, for error messages.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Raw<'a> {
-    pub(crate) key: &'a str,
-    pub(crate) value: &'a str,
-    pub(crate) line: usize,
+/// The default of connector key `key`, a pattern list.
+fn default_patterns(key: &str) -> PatternList {
+    PatternList::parse(connector_key(key).map_or("", |k| k.default)).unwrap_or_default()
 }
 
-impl<'a> From<&'a Property> for Raw<'a> {
-    fn from(p: &'a Property) -> Self {
-        Raw {
-            key: &p.key,
-            value: &p.value,
-            line: p.line,
-        }
+impl Default for TopicFilter {
+    /// MM2's defaults: `topics = .*`, `topics.exclude = .*[\-\.]internal, .*\.replica, __.*`.
+    fn default() -> Self {
+        Self::new(default_patterns("topics"), default_patterns("topics.exclude"))
     }
 }
 
+impl Default for GroupFilter {
+    /// MM2's defaults: `groups = .*`, `groups.exclude = console-consumer-.*, connect-.*, __.*`.
+    fn default() -> Self {
+        Self::new(default_patterns("groups"), default_patterns("groups.exclude"))
+    }
+}
+
+impl Default for ConfigPropertyFilter {
+    /// MM2's defaults: the six throttling/timestamp/ISR properties excluded, target defaults.
+    fn default() -> Self {
+        Self::new(default_patterns("config.properties.exclude"), UseDefaultsFrom::Target)
+    }
+}
+
+/// Connector values are checked against their key's kind where the kinds are defined.
 impl Raw<'_> {
-    pub(crate) fn invalid(&self, expected: impl Into<String>) -> ConfigError {
-        ConfigError::InvalidValue {
-            line: self.line,
-            key: self.key.to_owned(),
-            value: self.value.to_owned(),
-            expected: expected.into(),
-        }
-    }
-
-    /// Java `String.trim`: strips every char up to U+0020.
-    pub(crate) fn trimmed(&self) -> &str {
-        java_trim(self.value)
-    }
-
-    pub(crate) fn bool(&self) -> Result<bool> {
-        match self.trimmed() {
-            t if t.eq_ignore_ascii_case("true") => Ok(true),
-            t if t.eq_ignore_ascii_case("false") => Ok(false),
-            _ => Err(self.invalid("`true` or `false`")),
-        }
-    }
-
-    pub(crate) fn number<T: std::str::FromStr>(&self, what: &str) -> Result<T> {
-        self.trimmed().parse().map_err(|_| self.invalid(what))
-    }
-
-    /// Index of the value in `choices` (exact match after trimming).
-    pub(crate) fn choice(&self, choices: &[&str]) -> Result<usize> {
-        let t = self.trimmed();
-        choices
-            .iter()
-            .position(|c| *c == t)
-            .ok_or_else(|| self.invalid(one_of(choices)))
-    }
-
-    /// Index of the class in `classes`, by fully-qualified or simple name.
-    pub(crate) fn class(&self, classes: &[&str]) -> Result<usize> {
-        let t = self.trimmed();
-        classes
-            .iter()
-            .position(|c| *c == t || c.rsplit('.').next() == Some(t))
-            .ok_or_else(|| self.invalid(format!("{} (custom Java classes are not supported)", one_of(classes))))
-    }
-
-    pub(crate) fn patterns(&self) -> Result<PatternList> {
-        PatternList::parse(self.value).map_err(|(pattern, reason)| ConfigError::InvalidRegex {
-            line: self.line,
-            key: self.key.to_owned(),
-            pattern,
-            reason,
-        })
-    }
-
     /// Validates a value against a connector key's kind.
     pub(crate) fn check(&self, kind: Kind) -> Result<()> {
         match kind {
@@ -593,33 +538,6 @@ impl Raw<'_> {
     }
 }
 
-/// "`a`, `b` or `c`".
-pub(crate) fn one_of(choices: &[&str]) -> String {
-    let quoted: Vec<String> = choices.iter().map(|c| format!("`{c}`")).collect();
-    match quoted.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
-        _ => quoted.concat(),
-    }
-}
-
-/// Java `String.trim`.
-pub(crate) fn java_trim(s: &str) -> &str {
-    s.trim_matches(|c| c <= ' ')
-}
-
-/// A Kafka `ConfigDef` LIST: trimmed, empty → no entries, else split on `\s*,\s*` keeping empty
-/// entries (Java `split` with limit -1).
-pub(crate) fn java_list(value: &str) -> Vec<&str> {
-    let trimmed = java_trim(value);
-    if trimmed.is_empty() {
-        return Vec::new();
-    }
-    trimmed
-        .split(',')
-        .map(|s| s.trim_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,14 +548,6 @@ mod tests {
             value,
             line: 7,
         }
-    }
-
-    #[test]
-    fn java_list_semantics() {
-        assert_eq!(java_list(" a , b,c\t"), vec!["a", "b", "c"]);
-        assert_eq!(java_list("   "), Vec::<&str>::new());
-        assert_eq!(java_list("a,,b,"), vec!["a", "", "b", ""]);
-        assert_eq!(java_list("a{1,3}"), vec!["a{1", "3}"]);
     }
 
     #[test]

@@ -48,6 +48,11 @@
 //!   producer view ([`FlowConfig::target_produce`]).
 //! * [`ReplicationPolicy`]: remote topic naming (Default and Identity policies).
 //! * [`TopicFilter`], [`GroupFilter`], [`ConfigPropertyFilter`]: MM2's default filters.
+//! * `keys`: what every key means (MM2's connector keys with their defaults, the client keys,
+//!   the Connect keys Strait ignores and why, the process-wide keys); `value`: Java-compatible
+//!   parsing of a raw value with its key and line; `secret`: which settings are never printed;
+//!   `render`: `check-config`'s text and JSON. The modules form no import cycle: `properties`,
+//!   `value`, `secret` and `error` are leaves, `mm2` and `render` sit on top.
 //! * [`ConfigError`]: the crate's single error type; messages name the line and key.
 //!
 //! # Key scopes
@@ -116,6 +121,8 @@ mod mm2;
 mod policy;
 pub mod properties;
 mod render;
+mod secret;
+mod value;
 
 pub use client::{AutoOffsetReset, ClientRole, ClusterClientConfig, IsolationLevel, Origin, SecurityProtocol, Setting};
 pub use data_path::{Acks, FetchSettings, ProduceSettings};

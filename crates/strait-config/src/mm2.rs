@@ -13,15 +13,16 @@ use crate::error::{ConfigError, Result};
 use crate::filter::{ConfigPropertyFilter, GroupFilter, PatternList, TopicFilter, UseDefaultsFrom};
 use crate::flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule};
 use crate::keys::{
-    connector_key, deprecated_key, ignored_producer_reason, ignored_reason, is_connection_key, is_secret, java_list,
-    java_trim, known_names, one_of, scoped_strait_key, suggest, unknown_security_key, Kind, Raw, BUFFER_MEMORY,
-    CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS,
-    DEFAULT_PRODUCERS_PER_BROKER, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEPRECATED_KEYS, FETCHERS_PER_BROKER, HTTP_LISTENER,
-    IDENTITY_POLICY_CLASS, MAX_CONNECTIONS_PER_BROKER, MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, ROLE_PREFIXES,
-    SHUTDOWN_TIMEOUT, STRAIT_KEYS,
+    connector_key, deprecated_key, ignored_producer_reason, ignored_reason, is_connection_key, known_names,
+    scoped_strait_key, suggest, unknown_security_key, Kind, BUFFER_MEMORY, CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY,
+    DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS, DEFAULT_PRODUCERS_PER_BROKER, DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    DEPRECATED_KEYS, FETCHERS_PER_BROKER, HTTP_LISTENER, IDENTITY_POLICY_CLASS, MAX_CONNECTIONS_PER_BROKER,
+    MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, ROLE_PREFIXES, SHUTDOWN_TIMEOUT, STRAIT_KEYS,
 };
 use crate::policy::{PolicyKind, ReplicationPolicy};
 use crate::properties::{Properties, Property};
+use crate::secret::is_secret;
+use crate::value::{java_list, java_trim, one_of, Raw};
 
 const WHY_TOP_ROLE: &str = "MM2 dedicated mode does not use top-level `consumer.*`, `producer.*` or `admin.*` keys; use `<alias>.consumer.<key>` (all flows of a cluster) or `<source>-><target>.consumer.<key>`";
 const WHY_FLOW_CONNECTION: &str = "MM2's clients do not read flow-level connection settings; use `<alias>.<key>` or `<source>-><target>.source.cluster.<key>`";

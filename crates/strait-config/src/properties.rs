@@ -77,7 +77,7 @@ impl Properties {
             let key = unescape(key, line)?;
             // A password with a broken escape must not be echoed in the error.
             let value = unescape(value, line).map_err(|error| match error {
-                ConfigError::MalformedEscape { line, .. } if crate::keys::is_secret_key(&key) => {
+                ConfigError::MalformedEscape { line, .. } if crate::secret::is_secret_key(&key) => {
                     ConfigError::MalformedEscape {
                         line,
                         text: format!("{key} = [hidden]"),

@@ -13,8 +13,9 @@ use serde_json::{json, Map, Value};
 use crate::client::{ClientRole, ClusterClientConfig, Origin, Setting};
 use crate::data_path::{FETCH_KEYS, PRODUCE_KEYS};
 use crate::flow::FlowConfig;
-use crate::keys::{is_secret, BUFFER_MEMORY, FETCHERS_PER_BROKER, PRODUCERS_PER_BROKER, SHUTDOWN_TIMEOUT};
+use crate::keys::{BUFFER_MEMORY, FETCHERS_PER_BROKER, PRODUCERS_PER_BROKER, SHUTDOWN_TIMEOUT};
 use crate::mm2::Mm2Config;
+use crate::secret::is_secret;
 
 const HIDDEN: &str = "[hidden]";
 
