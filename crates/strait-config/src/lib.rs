@@ -51,8 +51,8 @@
 //! * `keys`: what every key means (MM2's connector keys with their defaults, the client keys,
 //!   the Connect keys Strait ignores and why, the process-wide keys); `value`: Java-compatible
 //!   parsing of a raw value with its key and line; `secret`: which settings are never printed;
-//!   `render`: `check-config`'s text and JSON. The modules form no import cycle: `properties`,
-//!   `value`, `secret` and `error` are leaves, `mm2` and `render` sit on top.
+//!   `render`: `check-config`'s text and JSON. The modules form no import cycle: `error`,
+//!   `secret`, `properties` and `value` are at the bottom, `mm2` and `render` on top.
 //! * [`ConfigError`]: the crate's single error type; messages name the line and key.
 //!
 //! # Key scopes
