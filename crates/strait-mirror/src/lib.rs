@@ -29,8 +29,10 @@
 //! - `progress`, `offset_syncs`, `checkpoints`, `heartbeats`: MM2's internal topics, over
 //!   `internal_topics` (compacted-topic reads and writes).
 //! - `topic_config_sync`, `acls`: topic config and ACL sync; `lag`: the lag read from the clusters.
-//! - `stats`, `metrics`: what a flow knows of itself, and its Prometheus rendering;
-//!   `client_config`: Kafka client settings from `mm2.properties`; `error`: [`MirrorError`].
+//! - `stats`: what a flow knows of itself (`stats/mod.rs`), rendered as Prometheus text
+//!   (`stats/prometheus.rs`) and as the `/status` JSON (`stats/status.rs`); `metrics`: the
+//!   Prometheus text format, histograms and windows; `client_config`: Kafka client settings from
+//!   `mm2.properties`; `error`: [`MirrorError`].
 
 mod acls;
 mod budget;

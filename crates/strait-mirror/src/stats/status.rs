@@ -1,0 +1,54 @@
+//! A flow's [`Stats`] as the `/status` JSON.
+
+use serde_json::{json, Value};
+
+use super::Stats;
+use crate::internal_topics::now_ms;
+
+impl Stats {
+    /// The flow as `/status` shows it: state, last error, counters, and every partition.
+    /// Holds no configuration, so no secret can leak through it.
+    pub fn status(&self) -> Value {
+        let now = now_ms();
+        let (state, error) = self.state();
+        let partitions = self.partitions.lock().expect("stats lock");
+        let partitions: Vec<Value> = partitions
+            .iter()
+            .map(|((topic, partition), handle)| {
+                let p = handle.inner.lock().expect("stats lock");
+                let lag = p.lag(topic, &handle.remote_topic, *partition, now);
+                json!({
+                    "topic": topic,
+                    "remote_topic": handle.remote_topic,
+                    "partition": partition,
+                    "state": p.state(),
+                    "position": p.position,
+                    "source_end": p.source_end,
+                    "lag_records": lag.records,
+                    "lag_seconds": lag.seconds,
+                    "records": p.record_count,
+                    "bytes": p.byte_count,
+                    "gap_records": p.gap_records,
+                    "last_error": p.error.as_ref().or(p.failing.as_ref()),
+                })
+            })
+            .collect();
+        json!({
+            "flow": self.flow(),
+            "source": self.source,
+            "target": self.target,
+            "state": state.as_str(),
+            "last_error": error,
+            "records": self.records(),
+            "bytes": self.bytes(),
+            "gap_records": self.gap_records(),
+            "tasks": self.tasks.lock().expect("stats lock").iter().map(|(&task, failing)| {
+                (task.to_owned(), json!({
+                    "state": if failing.is_some() { "failing" } else { "running" },
+                    "last_error": failing,
+                }))
+            }).collect::<serde_json::Map<_, _>>(),
+            "partitions": partitions,
+        })
+    }
+}
