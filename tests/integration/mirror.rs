@@ -189,8 +189,13 @@ async fn drops_aborted_transactions_under_read_committed() {
     })
     .await;
     let source_end = end_offsets(&source, &topic).await;
-    // Give aborted data, were it forwarded, time to show up.
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    // The mirror has passed everything, aborted data and markers included, once its position
+    // is the source end in every partition: whatever it forwarded has been acknowledged then.
+    wait_until("the mirrored position at the source end", || async {
+        let lag: Vec<_> = mirror.stats().lag().into_iter().filter(|l| l.topic == topic).collect();
+        lag.len() == 2 && lag.iter().filter_map(|l| l.position).sum::<i64>() == source_end
+    })
+    .await;
     mirror.stop().await.unwrap();
     let mut values = Vec::new();
     for partition in 0..2 {
@@ -224,7 +229,12 @@ async fn picks_up_a_topic_created_while_running() {
         &format!("{prefix}-.*"),
         "refresh.topics.interval.seconds = 1",
     ));
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    // The first discovery round has found nothing to mirror: only a later refresh can find
+    // the topic created now.
+    wait_until("the first topic discovery", || async {
+        mirror.stats().discovery_rounds() >= 1
+    })
+    .await;
     let topic = format!("{prefix}-orders");
     create_topic(&source, &topic, 3).await;
     let mut builder = RecordBatchBuilder::new();

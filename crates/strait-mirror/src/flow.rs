@@ -269,7 +269,10 @@ async fn data_loop(
     while !*shutdown.borrow() {
         if next_refresh.is_some_and(|at| tokio::time::Instant::now() >= at) {
             match discover(&flow, &source, &target, target_brokers).await {
-                Ok(routes) => data_path.add(routes),
+                Ok(routes) => {
+                    data_path.add(routes);
+                    stats.record_discovery();
+                }
                 Err(error) => {
                     tracing::error!(flow = %name, %error, "topic discovery failed; retrying at the next refresh")
                 }

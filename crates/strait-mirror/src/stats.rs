@@ -283,6 +283,8 @@ pub struct Stats {
     connections: Mutex<Vec<(String, &'static str, ConnectionCounter)>>,
     /// Partitions whose fetching is paused because their queue is full or their target fails.
     paused: AtomicI64,
+    /// Topic discovery rounds that completed.
+    discoveries: AtomicU64,
 }
 
 impl Stats {
@@ -300,6 +302,7 @@ impl Stats {
             fetches: Mutex::default(),
             connections: Mutex::default(),
             paused: AtomicI64::new(0),
+            discoveries: AtomicU64::new(0),
         }
     }
 
@@ -343,6 +346,12 @@ impl Stats {
     /// Partitions whose fetching is paused now.
     pub fn paused_partitions(&self) -> i64 {
         self.paused.load(Ordering::Relaxed)
+    }
+
+    /// Topic discovery rounds completed so far (the first at start, then one every
+    /// `refresh.topics.interval.seconds`): whatever a round would do is done once this grows.
+    pub fn discovery_rounds(&self) -> u64 {
+        self.discoveries.load(Ordering::Relaxed)
     }
 
     /// The flow's state and its last error.
@@ -433,6 +442,11 @@ impl Stats {
             .lock()
             .expect("stats lock")
             .push((cluster.to_owned(), role, counter));
+    }
+
+    /// A topic discovery round completed, and its partitions were handed to the data path.
+    pub(crate) fn record_discovery(&self) {
+        self.discoveries.fetch_add(1, Ordering::Relaxed);
     }
 
     /// `delta` more (or fewer) partitions are paused.
