@@ -61,3 +61,110 @@ pub(crate) async fn acl_sync_loop(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use strait_client::PERMISSION_DENY;
+
+    use super::*;
+
+    const PATTERN_PREFIXED: i8 = 4;
+
+    fn acl(topic: &str, pattern_type: i8, principal: &str, operation: i8, permission: i8) -> TopicAcl {
+        TopicAcl {
+            topic: topic.into(),
+            pattern_type,
+            principal: principal.into(),
+            host: "*".into(),
+            operation,
+            permission,
+        }
+    }
+
+    #[test]
+    fn literal_acls_of_replicated_topics_are_copied_without_write_and_with_all_narrowed_to_read() {
+        let config = strait_config::Mm2Config::parse(
+            "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9093\nA->B.enabled = true\n\
+             A->B.topics = orders.*\n",
+        )
+        .unwrap();
+        let flow = config.flow("A", "B").unwrap();
+        let source = [
+            acl(
+                "orders",
+                PATTERN_LITERAL,
+                "User:alice",
+                OPERATION_READ,
+                PERMISSION_ALLOW,
+            ),
+            acl("orders", PATTERN_LITERAL, "User:bob", OPERATION_WRITE, PERMISSION_ALLOW),
+            acl("orders", PATTERN_LITERAL, "User:carol", OPERATION_ALL, PERMISSION_ALLOW),
+            acl("orders", PATTERN_LITERAL, "User:dave", OPERATION_READ, PERMISSION_DENY),
+            acl(
+                "orders",
+                PATTERN_LITERAL,
+                "User:mallory",
+                OPERATION_WRITE,
+                PERMISSION_DENY,
+            ),
+            acl("orders", PATTERN_LITERAL, "User:trent", OPERATION_ALL, PERMISSION_DENY),
+            acl(
+                "orders",
+                PATTERN_PREFIXED,
+                "User:erin",
+                OPERATION_READ,
+                PERMISSION_ALLOW,
+            ),
+            acl(
+                "payments",
+                PATTERN_LITERAL,
+                "User:frank",
+                OPERATION_READ,
+                PERMISSION_ALLOW,
+            ),
+        ];
+        assert_eq!(
+            remote_acls(flow, &source),
+            [
+                acl(
+                    "A.orders",
+                    PATTERN_LITERAL,
+                    "User:alice",
+                    OPERATION_READ,
+                    PERMISSION_ALLOW
+                ),
+                // ALLOW ALL narrowed to ALLOW READ: only the mirror writes remote topics.
+                acl(
+                    "A.orders",
+                    PATTERN_LITERAL,
+                    "User:carol",
+                    OPERATION_READ,
+                    PERMISSION_ALLOW
+                ),
+                // DENY kept as it is, whatever the operation.
+                acl(
+                    "A.orders",
+                    PATTERN_LITERAL,
+                    "User:dave",
+                    OPERATION_READ,
+                    PERMISSION_DENY
+                ),
+                acl(
+                    "A.orders",
+                    PATTERN_LITERAL,
+                    "User:mallory",
+                    OPERATION_WRITE,
+                    PERMISSION_DENY
+                ),
+                acl(
+                    "A.orders",
+                    PATTERN_LITERAL,
+                    "User:trent",
+                    OPERATION_ALL,
+                    PERMISSION_DENY
+                ),
+            ],
+            "ALLOW WRITE, prefixed patterns and topics not replicated are left out"
+        );
+    }
+}
