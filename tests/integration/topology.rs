@@ -276,7 +276,13 @@ async fn topic_acls_are_copied_read_only() {
         remote_acls().await.len() >= expected.len()
     })
     .await;
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await; // Another sync round changes nothing.
+    // Another sync round changes nothing. (The round that created them may count only after
+    // this reading: two more, so that one surely started after it.)
+    let rounds = mirror.stats().acl_sync_rounds();
+    wait_until("another ACL sync round", || async {
+        mirror.stats().acl_sync_rounds() >= rounds + 2
+    })
+    .await;
     mirror.stop().await.unwrap();
     assert_eq!(
         remote_acls().await,

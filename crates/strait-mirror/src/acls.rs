@@ -3,14 +3,16 @@
 //! should write remote topics) and with ALLOW ALL narrowed to ALLOW READ. ACLs are never
 //! removed from the target.
 
+use std::sync::Arc;
 use strait_client::{
     KafkaClient, TopicAcl, OPERATION_ALL, OPERATION_READ, OPERATION_WRITE, PATTERN_LITERAL, PERMISSION_ALLOW,
 };
+
 use strait_config::FlowConfig;
 use tokio::sync::watch;
 
 use crate::internal_topics::next_tick;
-use crate::MirrorError;
+use crate::{MirrorError, Stats};
 
 /// The target ACLs for the source's `acls`.
 pub(crate) fn remote_acls(flow: &FlowConfig, acls: &[TopicAcl]) -> Vec<TopicAcl> {
@@ -34,6 +36,7 @@ pub(crate) async fn acl_sync_loop(
     flow: FlowConfig,
     source: KafkaClient,
     target: KafkaClient,
+    stats: Arc<Stats>,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
     let Some(interval) = flow.sync_topic_acls.interval() else {
@@ -49,11 +52,12 @@ pub(crate) async fn acl_sync_loop(
                 );
                 return Ok(());
             }
-            Ok(Some(acls)) => {
-                if let Err(error) = target.create_topic_acls(&remote_acls(&flow, &acls)).await {
-                    tracing::warn!(flow = %flow.name(), %error, "creating ACLs on the target failed; retrying next interval");
+            Ok(Some(acls)) => match target.create_topic_acls(&remote_acls(&flow, &acls)).await {
+                Ok(()) => stats.record_acl_sync(),
+                Err(error) => {
+                    tracing::warn!(flow = %flow.name(), %error, "creating ACLs on the target failed; retrying next interval")
                 }
-            }
+            },
             Err(error) => {
                 tracing::warn!(flow = %flow.name(), %error, "reading the source's ACLs failed; retrying next interval")
             }

@@ -237,6 +237,7 @@ async fn data_loop(
         flow.clone(),
         source.clone(),
         target.clone(),
+        stats.clone(),
         shutdown.clone(),
     ));
     let checkpoints = syncs.clone().map(|syncs| {

@@ -285,6 +285,8 @@ pub struct Stats {
     paused: AtomicI64,
     /// Topic discovery rounds that completed.
     discoveries: AtomicU64,
+    /// ACL sync rounds whose ACLs the target took.
+    acl_syncs: AtomicU64,
 }
 
 impl Stats {
@@ -303,6 +305,7 @@ impl Stats {
             connections: Mutex::default(),
             paused: AtomicI64::new(0),
             discoveries: AtomicU64::new(0),
+            acl_syncs: AtomicU64::new(0),
         }
     }
 
@@ -352,6 +355,12 @@ impl Stats {
     /// `refresh.topics.interval.seconds`): whatever a round would do is done once this grows.
     pub fn discovery_rounds(&self) -> u64 {
         self.discoveries.load(Ordering::Relaxed)
+    }
+
+    /// ACL sync rounds completed so far (every `sync.topic.acls.interval.seconds`, the target
+    /// having taken the round's ACLs).
+    pub fn acl_sync_rounds(&self) -> u64 {
+        self.acl_syncs.load(Ordering::Relaxed)
     }
 
     /// The flow's state and its last error.
@@ -447,6 +456,11 @@ impl Stats {
     /// A topic discovery round completed, and its partitions were handed to the data path.
     pub(crate) fn record_discovery(&self) {
         self.discoveries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An ACL sync round completed.
+    pub(crate) fn record_acl_sync(&self) {
+        self.acl_syncs.fetch_add(1, Ordering::Relaxed);
     }
 
     /// `delta` more (or fewer) partitions are paused.
