@@ -272,7 +272,28 @@ async fn offsets_are_not_synced_into_a_group_with_active_members() {
             .is_ok_and(|all| all.iter().any(|c| c.group == group))
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await; // Several sync intervals.
+    // The positive control: an idle group of the same flow, which commits at the source only
+    // now. The sync round that carries its offsets over handles every group checkpointed before
+    // it, the active one included.
+    let idle = unique("group-idle");
+    let offsets = (0..PARTITIONS)
+        .map(|p| {
+            (
+                (topic.clone(), p),
+                strait_client::CommittedOffset {
+                    offset: PER_BATCH as i64,
+                    metadata: String::new(),
+                },
+            )
+        })
+        .collect();
+    source.commit_offsets(&idle, &offsets).await.unwrap();
+    wait_until("the idle group's offsets synced into the target", || async {
+        target.committed_offsets(&idle).await.is_ok_and(|c| {
+            c.len() == PARTITIONS as usize && c.iter().all(|((t, _), o)| t == &remote && o.offset == PER_BATCH as i64)
+        })
+    })
+    .await;
     let committed = target.committed_offsets(&group).await.unwrap();
     mirror.stop().await.unwrap();
     let _ = member.kill();
@@ -308,9 +329,14 @@ async fn heartbeats_appear_at_the_configured_interval() {
         .map(|h| h.timestamp)
         .collect();
     times.sort();
-    assert!(times.len() >= 4, "heartbeats in 5 s: {times:?}");
+    // One a second: 5 or 6 in 5 s (a beat at the start, then one each second), each ~1 s
+    // after the one before. A late write delays one beat, and the next catches up.
+    assert!((4..=7).contains(&times.len()), "heartbeats in 5 s: {times:?}");
     let gaps: Vec<i64> = times.windows(2).map(|w| w[1] - w[0]).collect();
-    assert!(gaps.iter().all(|&g| g <= 1_500), "gaps between heartbeats: {gaps:?}");
+    assert!(
+        gaps.iter().all(|&g| (500..=1_500).contains(&g)),
+        "gaps between heartbeats: {gaps:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -488,6 +488,7 @@ async fn connections_that_stall_are_closed_after_the_request_timeout_and_lose_no
     // Every connection to the target goes silent (a half-dead path: open, nothing gets through),
     // with data arriving at the source. Only the request timeout (here 5 s) can tell.
     t.proxy.stall_connections();
+    let stalled = Instant::now();
     write_numbered_from(&t.source, &t.topic, partitions, 10, 10, per_batch).await;
     let total = 2 * t.total;
     let (target, remote) = (t.target.clone(), &t.remote);
@@ -495,10 +496,35 @@ async fn connections_that_stall_are_closed_after_the_request_timeout_and_lose_no
     let target = strait_client::KafkaClient::connect(target.config().clone())
         .await
         .unwrap();
+    wait_until(&format!("{remote} to hold {total} records"), || async {
+        end_offsets(&target, remote).await >= total
+    })
+    .await;
+    let recovered = stalled.elapsed();
     wait_until_complete(&target, remote, total).await;
+    let mut metrics = strait_mirror::PrometheusText::default();
+    mirror.stats().write_prometheus(&mut metrics);
+    let metrics = metrics.finish();
     mirror.stop().await.unwrap();
     let duplicates = check_numbered(&target, remote, partitions, 20 * per_batch).await;
-    println!("stalled connections: {total} records, 0 lost, {duplicates} duplicated");
+    println!("stalled connections: {total} records in {recovered:?}, 0 lost, {duplicates} duplicated");
+    // The stalled Produce requests ended by their 5 s timeout, not the default 30 s one (nor a
+    // connection cut, which the proxy never makes), and were retried on new connections: the
+    // new records arrive no sooner than 5 s after the stall (they were sent after it), and
+    // well before 30 s.
+    let timed_out = metric(
+        &metrics,
+        "strait_errors_total",
+        &["cluster=\"target\"", "api=\"Produce\"", "code=\"REQUEST_TIMED_OUT\""],
+    );
+    assert!(
+        timed_out.unwrap_or(0.0) >= 1.0,
+        "no Produce request timed out:\n{metrics}"
+    );
+    assert!(
+        (Duration::from_millis(4_500)..Duration::from_secs(20)).contains(&recovered),
+        "caught up {recovered:?} after the stall, with a request timeout of 5 s"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -514,6 +540,7 @@ async fn a_first_batch_lost_on_the_way_is_resent_ahead_of_the_batches_behind_it(
     let mirror = start_mirror(&t.properties);
     wait_until_complete(target, remote, total).await;
     mirror.stop().await.unwrap();
+    assert_eq!(t.proxy.requests_lost(), 1, "the first Produce was lost on the way");
     let duplicates = check_numbered(target, remote, partitions, batches * per_batch).await;
     println!("a lost first Produce: {total} records, 0 lost, {duplicates} duplicated");
     assert_eq!(duplicates, 0, "the lost batch never landed, so nothing lands twice");

@@ -47,8 +47,12 @@ async fn two_clusters_replicating_into_each_other_do_not_loop() {
         end_offsets(&target, &on_target).await == 10 && end_offsets(&source, &on_source).await == 20
     })
     .await;
-    // A few more refresh rounds, in which a loop would show up.
-    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    // Three more refresh rounds of each flow, in which a loop would show up.
+    let rounds = (forward.stats().discovery_rounds(), backward.stats().discovery_rounds());
+    wait_until("three more discovery rounds of both flows", || async {
+        forward.stats().discovery_rounds() >= rounds.0 + 3 && backward.stats().discovery_rounds() >= rounds.1 + 3
+    })
+    .await;
     forward.stop().await.unwrap();
     backward.stop().await.unwrap();
     let mut expected_source = vec![topic.clone(), on_source.clone()];
@@ -272,7 +276,13 @@ async fn topic_acls_are_copied_read_only() {
         remote_acls().await.len() >= expected.len()
     })
     .await;
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await; // Another sync round changes nothing.
+    // Another sync round changes nothing. (The round that created them may count only after
+    // this reading: two more, so that one surely started after it.)
+    let rounds = mirror.stats().acl_sync_rounds();
+    wait_until("another ACL sync round", || async {
+        mirror.stats().acl_sync_rounds() >= rounds + 2
+    })
+    .await;
     mirror.stop().await.unwrap();
     assert_eq!(
         remote_acls().await,

@@ -122,6 +122,41 @@ fn downstream_topic(flow: &FlowConfig, topic: &str) -> String {
     }
 }
 
+/// Whether `checkpoint` is worth emitting after the `previous` one of its key: only what moves
+/// forward downstream, or follows an upstream rewind (MM2's rule), so that a group's translated
+/// position never goes back because of a coarser translation.
+fn is_due(checkpoint: &Checkpoint, previous: Option<&Checkpoint>) -> bool {
+    previous.is_none_or(|previous| {
+        checkpoint.upstream_offset < previous.upstream_offset
+            || checkpoint.downstream_offset > previous.downstream_offset
+    })
+}
+
+/// The commits that bring a target group with the `current` offsets to its `checkpoints`: only
+/// forward, never back over records the group has consumed at the target.
+fn group_offset_updates(
+    current: &BTreeMap<(String, i32), CommittedOffset>,
+    checkpoints: &[&Checkpoint],
+) -> BTreeMap<(String, i32), CommittedOffset> {
+    let mut updates = BTreeMap::new();
+    for checkpoint in checkpoints {
+        let key = (checkpoint.topic.clone(), checkpoint.partition);
+        if current
+            .get(&key)
+            .is_none_or(|c| c.offset < checkpoint.downstream_offset)
+        {
+            updates.insert(
+                key,
+                CommittedOffset {
+                    offset: checkpoint.downstream_offset,
+                    metadata: checkpoint.metadata.clone(),
+                },
+            );
+        }
+    }
+    updates
+}
+
 async fn emit_checkpoints(
     flow: &FlowConfig,
     source: &KafkaClient,
@@ -162,13 +197,8 @@ async fn emit_checkpoints(
                 downstream_offset: downstream,
                 metadata: committed.metadata,
             };
-            // Emit only what moves forward downstream, or follows an upstream rewind.
             let key = checkpoint_key(&checkpoint);
-            let due = latest.get(&key).is_none_or(|previous| {
-                checkpoint.upstream_offset < previous.upstream_offset
-                    || checkpoint.downstream_offset > previous.downstream_offset
-            });
-            if due {
+            if is_due(&checkpoint, latest.get(&key)) {
                 latest.insert(key, checkpoint.clone());
                 fresh.push((checkpoint, read_at));
             }
@@ -200,16 +230,7 @@ async fn sync_group_offsets(flow: &FlowConfig, target: &KafkaClient, latest: &Ha
                 return Ok(0);
             }
             let current = target.committed_offsets(group).await?;
-            let mut updates = BTreeMap::new();
-            for checkpoint in checkpoints {
-                let key = (checkpoint.topic.clone(), checkpoint.partition);
-                if current.get(&key).is_none_or(|c| c.offset < checkpoint.downstream_offset) {
-                    updates.insert(
-                        key,
-                        CommittedOffset { offset: checkpoint.downstream_offset, metadata: checkpoint.metadata.clone() },
-                    );
-                }
-            }
+            let updates = group_offset_updates(&current, &checkpoints);
             if !updates.is_empty() {
                 target.commit_offsets(group, &updates).await?;
             }
@@ -223,5 +244,88 @@ async fn sync_group_offsets(flow: &FlowConfig, target: &KafkaClient, latest: &Ha
             }
             Err(error) => tracing::warn!(flow = %flow.name(), group, %error, "syncing group offsets failed"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkpoint(topic: &str, partition: i32, upstream_offset: i64, downstream_offset: i64) -> Checkpoint {
+        Checkpoint {
+            group: "g".into(),
+            topic: topic.into(),
+            partition,
+            upstream_offset,
+            downstream_offset,
+            metadata: format!("m{upstream_offset}"),
+        }
+    }
+
+    fn flow(extra: &str) -> FlowConfig {
+        let config = strait_config::Mm2Config::parse(&format!(
+            "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9093\nA->B.enabled = true\n{extra}"
+        ))
+        .unwrap();
+        config.flow("A", "B").unwrap().clone()
+    }
+
+    #[test]
+    fn a_checkpoint_is_due_first_then_only_forward_downstream_or_after_an_upstream_rewind() {
+        let previous = checkpoint("A.t", 0, 250, 237);
+        assert!(is_due(&previous, None), "the first of its key");
+        assert!(is_due(&checkpoint("A.t", 0, 300, 337), Some(&previous)), "forward");
+        assert!(
+            !is_due(&checkpoint("A.t", 0, 260, 237), Some(&previous)),
+            "the same downstream offset again"
+        );
+        assert!(
+            !is_due(&checkpoint("A.t", 0, 260, 200), Some(&previous)),
+            "a coarser translation must not move the group back"
+        );
+        assert!(
+            is_due(&checkpoint("A.t", 0, 10, 5), Some(&previous)),
+            "the group rewound upstream: follow it"
+        );
+    }
+
+    #[test]
+    fn group_offsets_only_move_forward() {
+        let committed = |offset| CommittedOffset {
+            offset,
+            metadata: String::new(),
+        };
+        let current: BTreeMap<(String, i32), CommittedOffset> = [
+            (("A.t".to_owned(), 0), committed(100)),
+            (("A.t".to_owned(), 1), committed(500)),
+            (("A.t".to_owned(), 2), committed(300)),
+        ]
+        .into();
+        let (behind, ahead, equal, new) = (
+            checkpoint("A.t", 0, 150, 150),
+            checkpoint("A.t", 1, 400, 400),
+            checkpoint("A.t", 2, 300, 300),
+            checkpoint("A.t", 3, 20, 20),
+        );
+        let updates = group_offset_updates(&current, &[&behind, &ahead, &equal, &new]);
+        let updated: Vec<(i32, i64, &str)> = updates
+            .iter()
+            .map(|((_, p), c)| (*p, c.offset, c.metadata.as_str()))
+            .collect();
+        assert_eq!(
+            updated,
+            [(0, 150, "m150"), (3, 20, "m20")],
+            "forward, or new; never back over what the group consumed at the target"
+        );
+    }
+
+    #[test]
+    fn checkpoints_name_the_topic_as_the_target_knows_it() {
+        let flow = flow("");
+        assert_eq!(downstream_topic(&flow, "orders"), "A.orders");
+        // A topic that came from the target goes back to its own name there.
+        assert_eq!(downstream_topic(&flow, "B.orders"), "orders");
+        // One that came from a third cluster keeps its prefix, under this flow's.
+        assert_eq!(downstream_topic(&flow, "C.orders"), "A.C.orders");
     }
 }

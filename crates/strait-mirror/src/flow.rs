@@ -268,6 +268,7 @@ async fn data_loop(
         flow.clone(),
         source.clone(),
         target.clone(),
+        stats.clone(),
         shutdown.clone(),
     ));
     let checkpoints = syncs.clone().map(|syncs| {
@@ -301,7 +302,10 @@ async fn data_loop(
         if next_refresh.is_some_and(|at| tokio::time::Instant::now() >= at) {
             match unless_stopped(&mut shutdown, discover(&flow, &source, &target, target_brokers)).await {
                 None => continue,
-                Some(Ok(routes)) => data_path.add(routes),
+                Some(Ok(routes)) => {
+                    data_path.add(routes);
+                    stats.record_discovery();
+                }
                 Some(Err(error)) => {
                     tracing::error!(flow = %name, %error, "topic discovery failed; retrying at the next refresh")
                 }

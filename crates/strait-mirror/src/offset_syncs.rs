@@ -132,14 +132,10 @@ impl OffsetSyncs {
     /// has that upstream offset, else one past the closest earlier sync (never past a record
     /// the group has not read); `None` when no sync is at or before it.
     pub fn translate(&self, topic: &str, partition: i32, upstream: i64) -> Option<i64> {
-        let state = self.state.lock().expect("syncs lock");
-        let history = state.history.get(&(topic.to_owned(), partition))?;
-        let (&synced_upstream, &downstream) = history.range(..=upstream).next_back()?;
-        Some(if synced_upstream == upstream {
-            downstream
-        } else {
-            downstream + 1
-        })
+        self.state
+            .lock()
+            .expect("syncs lock")
+            .translate(topic, partition, upstream)
     }
 }
 
@@ -161,6 +157,17 @@ impl Drop for Unwritten<'_> {
 }
 
 impl State {
+    /// [`OffsetSyncs::translate`] with the syncs remembered.
+    fn translate(&self, topic: &str, partition: i32, upstream: i64) -> Option<i64> {
+        let history = self.history.get(&(topic.to_owned(), partition))?;
+        let (&synced_upstream, &downstream) = history.range(..=upstream).next_back()?;
+        Some(if synced_upstream == upstream {
+            downstream
+        } else {
+            downstream + 1
+        })
+    }
+
     fn remember(&mut self, sync: &OffsetSync) {
         let history = self.history.entry((sync.topic.clone(), sync.partition)).or_default();
         // An upstream rewind (a recreated topic) makes the syncs at or past it meaningless.
@@ -237,6 +244,48 @@ mod tests {
             .map(|s| s.upstream_offset)
             .collect();
         assert_eq!(pending, [10, 20, 30]);
+    }
+
+    #[test]
+    fn translation_is_exact_at_a_sync_and_one_past_the_closest_earlier_sync_between() {
+        let mut state = State::default();
+        // Batches of 100 source records landed 37 records further on at the target: syncs for
+        // each batch's first and last record, as `OffsetSyncs::record` notes them.
+        for (first, last) in [(0, 99), (100, 199)] {
+            state.remember(&sync(first, first + 37));
+            state.remember(&sync(last, last + 37));
+        }
+        let translate = |upstream| state.translate("orders", 0, upstream);
+        assert_eq!(translate(100), Some(137), "exact at a batch boundary");
+        assert_eq!(translate(0), Some(37));
+        assert_eq!(translate(199), Some(236), "exact at a batch's last record");
+        // Inside a batch: one past the batch's first record, never past a record the group has
+        // not read (it read up to 149; 138 is the target offset of source record 101).
+        assert_eq!(translate(150), Some(138));
+        // Past the last sync: one past it, not a guess at where later records landed.
+        assert_eq!(translate(500), Some(237));
+        assert_eq!(state.translate("orders", 1, 100), None, "no sync for the partition");
+        assert_eq!(state.translate("other", 0, 100), None, "no sync for the topic");
+    }
+
+    #[test]
+    fn nothing_translates_before_the_first_sync() {
+        let mut state = State::default();
+        state.remember(&sync(1000, 5));
+        assert_eq!(state.translate("orders", 0, 999), None, "no sync at or before 999");
+        assert_eq!(state.translate("orders", 0, 1000), Some(5));
+    }
+
+    #[test]
+    fn after_an_upstream_rewind_translation_uses_the_new_syncs_only() {
+        let mut state = State::default();
+        for s in [sync(0, 0), sync(50, 50), sync(100, 100)] {
+            state.remember(&s);
+        }
+        // The source topic was recreated: its offset 0 now lands at 200.
+        state.remember(&sync(0, 200));
+        assert_eq!(state.translate("orders", 0, 0), Some(200));
+        assert_eq!(state.translate("orders", 0, 100), Some(201), "not the old topic's 100");
     }
 
     #[test]

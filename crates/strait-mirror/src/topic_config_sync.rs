@@ -80,3 +80,87 @@ async fn sync_configs(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(extra: &str) -> FlowConfig {
+        let config = strait_config::Mm2Config::parse(&format!(
+            "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9093\nA->B.enabled = true\n{extra}"
+        ))
+        .unwrap();
+        config.flow("A", "B").unwrap().clone()
+    }
+
+    fn entry(name: &str, value: &str, source: ConfigSource) -> ConfigEntry {
+        ConfigEntry {
+            name: name.into(),
+            value: Some(value.into()),
+            read_only: false,
+            is_sensitive: false,
+            source,
+        }
+    }
+
+    /// A source topic's configs: one of each kind `config_ops` tells apart.
+    fn source_configs() -> Vec<ConfigEntry> {
+        vec![
+            entry("retention.ms", "3600000", ConfigSource::DynamicTopicConfig),
+            entry("cleanup.policy", "delete", ConfigSource::DefaultConfig),
+            entry("segment.bytes", "1048576", ConfigSource::DynamicDefaultBrokerConfig),
+            entry("log.dirs", "/var/kafka", ConfigSource::StaticBrokerConfig),
+            entry("min.insync.replicas", "2", ConfigSource::DynamicTopicConfig),
+            ConfigEntry {
+                read_only: true,
+                ..entry("message.format.version", "3.0", ConfigSource::DynamicTopicConfig)
+            },
+            // Brokers hide sensitive values; were one shown, it is still not copied.
+            ConfigEntry {
+                is_sensitive: true,
+                ..entry("sasl.secret", "hunter2", ConfigSource::DynamicTopicConfig)
+            },
+        ]
+    }
+
+    #[test]
+    fn remote_topics_follow_the_source_except_defaults_excluded_static_read_only_and_secret_configs() {
+        let ops = config_ops(&flow(""), &source_configs());
+        assert_eq!(
+            ops,
+            [
+                AlterConfigOp::Set("retention.ms".into(), "3600000".into()),
+                // At its default on the source: the target's own default applies (MM2's
+                // use.defaults.from = target).
+                AlterConfigOp::Delete("cleanup.policy".into()),
+                AlterConfigOp::Set("segment.bytes".into(), "1048576".into()),
+                // min.insync.replicas is in MM2's default config.properties.exclude.
+            ]
+        );
+        assert_eq!(
+            creation_configs(&flow(""), &source_configs()),
+            [
+                ("retention.ms".to_owned(), "3600000".to_owned()),
+                ("segment.bytes".to_owned(), "1048576".to_owned()),
+            ],
+            "a new remote topic gets the values only"
+        );
+    }
+
+    #[test]
+    fn use_defaults_from_source_copies_the_source_defaults_and_exclude_is_honoured() {
+        let ops = config_ops(
+            &flow("use.defaults.from = source\nconfig.properties.exclude = retention\\..*\n"),
+            &source_configs(),
+        );
+        assert_eq!(
+            ops,
+            [
+                AlterConfigOp::Set("cleanup.policy".into(), "delete".into()),
+                AlterConfigOp::Set("segment.bytes".into(), "1048576".into()),
+                // The exclude list was replaced: min.insync.replicas is copied now.
+                AlterConfigOp::Set("min.insync.replicas".into(), "2".into()),
+            ]
+        );
+    }
+}

@@ -30,6 +30,8 @@ pub struct FaultProxy {
 struct Faults {
     corruption: Mutex<Vec<Corruption>>,
     losses: Mutex<Vec<RequestLoss>>,
+    /// Requests lost so far.
+    lost: AtomicU64,
     /// Responses still to cut short.
     truncations: AtomicU32,
 }
@@ -108,6 +110,12 @@ impl FaultProxy {
             marker: marker.to_vec(),
             times,
         });
+    }
+
+    /// How many requests [`lose_requests`](Self::lose_requests) has lost so far: a test checks
+    /// that its fault fired.
+    pub fn requests_lost(&self) -> u64 {
+        self.faults.lost.load(Ordering::Relaxed)
     }
 
     /// Stalls every connection open now: it stays open but carries nothing more, either way,
@@ -216,7 +224,9 @@ impl Tamper {
                     let Some(frame) = partial.get(at..at + 4 + size) else {
                         break;
                     };
-                    if !lose(frame, &mut faults.losses.lock().expect("proxy lock")) {
+                    if lose(frame, &mut faults.losses.lock().expect("proxy lock")) {
+                        faults.lost.fetch_add(1, Ordering::Relaxed);
+                    } else {
                         forward.extend_from_slice(frame);
                     }
                     at += 4 + size;

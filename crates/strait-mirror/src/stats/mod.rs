@@ -289,6 +289,10 @@ pub struct Stats {
     /// The flow's periodic tasks (`heartbeats`, `checkpoints`) by name, with why each is
     /// failing while it is.
     tasks: Mutex<BTreeMap<&'static str, Option<String>>>,
+    /// Topic discovery rounds that completed.
+    discoveries: AtomicU64,
+    /// ACL sync rounds whose ACLs the target took.
+    acl_syncs: AtomicU64,
 }
 
 impl Stats {
@@ -307,6 +311,8 @@ impl Stats {
             connections: Mutex::default(),
             paused: AtomicI64::new(0),
             tasks: Mutex::default(),
+            discoveries: AtomicU64::new(0),
+            acl_syncs: AtomicU64::new(0),
         }
     }
 
@@ -350,6 +356,18 @@ impl Stats {
     /// Partitions whose fetching is paused now.
     pub fn paused_partitions(&self) -> i64 {
         self.paused.load(Ordering::Relaxed)
+    }
+
+    /// Topic discovery rounds completed so far (the first at start, then one every
+    /// `refresh.topics.interval.seconds`): whatever a round would do is done once this grows.
+    pub fn discovery_rounds(&self) -> u64 {
+        self.discoveries.load(Ordering::Relaxed)
+    }
+
+    /// ACL sync rounds completed so far (every `sync.topic.acls.interval.seconds`, the target
+    /// having taken the round's ACLs).
+    pub fn acl_sync_rounds(&self) -> u64 {
+        self.acl_syncs.load(Ordering::Relaxed)
     }
 
     /// The flow's state and its last error.
@@ -472,6 +490,16 @@ impl Stats {
             .lock()
             .expect("stats lock")
             .push((cluster.to_owned(), role, counter));
+    }
+
+    /// A topic discovery round completed, and its partitions were handed to the data path.
+    pub(crate) fn record_discovery(&self) {
+        self.discoveries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An ACL sync round completed.
+    pub(crate) fn record_acl_sync(&self) {
+        self.acl_syncs.fetch_add(1, Ordering::Relaxed);
     }
 
     /// `delta` more (or fewer) partitions are paused.
