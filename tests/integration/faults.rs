@@ -481,7 +481,10 @@ async fn a_source_leader_change_loses_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn connections_that_stall_are_closed_after_the_request_timeout_and_lose_nothing() {
     let (partitions, per_batch) = (2, 200);
-    let extra = "target.producer.request.timeout.ms = 5000";
+    // A connection that stalled is only replaced after a request on it timed out, so a last
+    // progress write at stop may need one request timeout (5 s) and a retry: more than the
+    // default 5 s that `task.shutdown.graceful.timeout.ms` gives it.
+    let extra = "target.producer.request.timeout.ms = 5000\ntask.shutdown.graceful.timeout.ms = 15000";
     let t = proxied_transfer("stall-target", "stall", (partitions, 10, per_batch), extra).await;
     let mirror = start_mirror(&t.properties);
     wait_until_complete(&t.target, &t.remote, t.total).await;

@@ -475,8 +475,8 @@ async fn shutdown_is_bounded_when_the_clusters_are_gone() {
         "what could not be stored makes the exit non-zero; log:\n{text}"
     );
     assert!(
-        text.contains("task.shutdown.graceful.timeout.ms"),
-        "the log says what was cut short and by which key:\n{text}"
+        text.contains("write did not finish within 2s (task.shutdown.graceful.timeout.ms)"),
+        "the log says what could not be stored, and by which key's bound:\n{text}"
     );
     drop(cluster);
     let _ = std::fs::remove_file(&config);

@@ -364,12 +364,12 @@ async fn data_loop(
     };
     // Both are written even if one fails: each is what a restart starts from.
     if let Some(syncs) = &syncs {
-        if let Err(error) = bounded(within, "offset syncs", syncs.flush()).await {
+        if let Err(error) = bounded(within, "offset syncs", || syncs.flush()).await {
             tracing::error!(flow = %name, %error, "the last offset syncs were not stored");
             first_error.get_or_insert(error);
         }
     }
-    if let Err(error) = bounded(within, "progress", progress.flush()).await {
+    if let Err(error) = bounded(within, "progress", || progress.flush()).await {
         tracing::error!(flow = %name, %error, "the last progress was not stored; a restart repeats what it covered");
         first_error.get_or_insert(error);
     }
@@ -383,15 +383,31 @@ async fn data_loop(
     first_error.map_or(Ok(()), Err)
 }
 
-/// `write` within `within`, or an error saying what could not be stored.
-async fn bounded(
-    within: Duration,
-    what: &'static str,
-    write: impl std::future::Future<Output = Result<(), MirrorError>>,
-) -> Result<(), MirrorError> {
-    tokio::time::timeout(within, write)
-        .await
-        .unwrap_or(Err(MirrorError::NotStored { what, within }))
+/// The last `write` of a stopping flow: retried while its errors may pass (a stalled
+/// connection is only replaced after a request on it timed out), within `within` in all, or an
+/// error saying what could not be stored. `write` must be cancel-safe.
+async fn bounded<F, Fut>(within: Duration, what: &'static str, mut write: F) -> Result<(), MirrorError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), MirrorError>>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
+    loop {
+        match tokio::time::timeout_at(deadline, write()).await {
+            Err(_) => return Err(MirrorError::NotStored { what, within }),
+            Ok(Err(error)) if error.is_retriable() => {
+                tracing::warn!(%error, "storing the last {what} failed; retrying until {within:?} have passed");
+                if tokio::time::timeout_at(deadline, tokio::time::sleep(backoff.next_delay()))
+                    .await
+                    .is_err()
+                {
+                    return Err(MirrorError::NotStored { what, within });
+                }
+            }
+            Ok(result) => return result,
+        }
+    }
 }
 
 /// The data path's settings, from the flow's: the source consumer's keys and the target
