@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use strait_client::{ClientConfig, Security};
+use strait_client::{ClientConfig, KafkaClient, Security};
 use strait_config::{ClientRole, ClusterClientConfig};
 
 use crate::MirrorError;
@@ -40,6 +40,13 @@ pub fn client_config(cluster: &ClusterClientConfig, role: ClientRole) -> Result<
         config.connection.request_timeout = Duration::from_millis(ms.into());
     }
     Ok(config)
+}
+
+/// A client of `cluster` for `role`, connected.
+pub(crate) async fn connect(cluster: &ClusterClientConfig, role: ClientRole) -> Result<KafkaClient, MirrorError> {
+    KafkaClient::connect(client_config(cluster, role)?)
+        .await
+        .map_err(MirrorError::client_at(&cluster.alias))
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@ use strait_client::{KafkaClient, OffsetSpec};
 use strait_config::{AutoOffsetReset, ClientRole, FlowConfig};
 use strait_wire::{Heartbeat, RecordBatches};
 
-use crate::flow::{connect, replicated_topics};
+use crate::client_config::connect;
+use crate::discovery::replicated_topics;
 use crate::internal_topics::{now_ms, read_tail};
 use crate::{MirrorError, PartitionLag, ProgressStore};
 

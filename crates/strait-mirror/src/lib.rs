@@ -28,17 +28,20 @@
 //! - `outgoing`: a batch on its way, with the source offsets it covers; `budget`: the byte budget.
 //! - `progress`, `offset_syncs`, `checkpoints`, `heartbeats`: MM2's internal topics, over
 //!   `internal_topics` (compacted-topic reads and writes).
-//! - `topic_config_sync`, `acls`: topic config and ACL sync; `lag`: the lag read from the clusters.
+//! - `discovery`: the topics a flow replicates, and their remote topics created or grown.
+//! - `topic_config_sync` (over the rules of `topic_configs`), `acls`: topic config and ACL sync;
+//!   `lag`: the lag read from the clusters.
 //! - `stats`: what a flow knows of itself (`stats/mod.rs`), rendered as Prometheus text
 //!   (`stats/prometheus.rs`) and as the `/status` JSON (`stats/status.rs`); `metrics`: the
-//!   Prometheus text format, histograms and windows; `client_config`: Kafka client settings from
-//!   `mm2.properties`; `error`: [`MirrorError`].
+//!   Prometheus text format, histograms and windows; `client_config`: Kafka clients, set up and
+//!   connected from `mm2.properties`; `error`: [`MirrorError`].
 
 mod acls;
 mod budget;
 mod checkpoints;
 mod client_config;
 mod data_path;
+mod discovery;
 mod error;
 mod flow;
 mod heartbeats;
@@ -53,6 +56,7 @@ mod sink;
 mod source;
 mod stats;
 mod topic_config_sync;
+mod topic_configs;
 
 pub use budget::Budget;
 pub use checkpoints::read_checkpoints;
