@@ -15,7 +15,8 @@
 //! - `produce`: the Produce request encoded by hand ([`encode_produce_request`]) so that record
 //!   batches go from the fetch response to the socket without being copied, for many partitions
 //!   per request, and its answer unwrapped per partition ([`produced_partitions`]).
-//! - `backoff`: [`Backoff`], exponential with jitter, for every retry.
+//! - `backoff`: [`Backoff`], exponential with jitter, for every retry; `versions`: the versions
+//!   of each API Strait speaks.
 //! - `error`: [`Error`], with Kafka's error codes by name ([`KafkaCode`]).
 //!
 //! Message types come from the `kafka-protocol` crate. Protocol guide:

@@ -41,13 +41,16 @@
 //!   ([`Mm2Config::http_listener`], [`Mm2Config::buffer_memory`],
 //!   [`Mm2Config::fetchers_per_broker`], [`Mm2Config::shutdown_timeout`]); `Display` and [`Mm2Config::to_json`] render the
 //!   effective configuration with the origin of every value.
-//! * [`ClusterClientConfig`]: client settings of one cluster per [`ClientRole`].
+//! * [`ClusterClientConfig`] (module `client`): client settings of one cluster per [`ClientRole`].
 //! * [`FetchSettings`] and [`ProduceSettings`] (module `data_path`): the Kafka client keys that
 //!   shape the mirror's Fetch and Produce requests, typed with Java's defaults and ranges, read
 //!   per flow from the source's consumer view ([`FlowConfig::source_fetch`]) and the target's
 //!   producer view ([`FlowConfig::target_produce`]).
-//! * [`ReplicationPolicy`]: remote topic naming (Default and Identity policies).
-//! * [`TopicFilter`], [`GroupFilter`], [`ConfigPropertyFilter`]: MM2's default filters.
+//! * [`ReplicationPolicy`] (module `policy`): remote topic naming (Default and Identity
+//!   policies).
+//! * [`TopicFilter`], [`GroupFilter`], [`ConfigPropertyFilter`] (module `filter`): MM2's topic,
+//!   group and topic-config filters.
+//! * [`FlowConfig`] (module `flow`): one flow's effective settings.
 //! * `keys`: what every key means (MM2's connector keys with their defaults, the client keys,
 //!   the Connect keys Strait ignores and why, the process-wide keys); `value`: Java-compatible
 //!   parsing of a raw value with its key and line; `secret`: which settings are never printed;

@@ -26,7 +26,8 @@
 //! - `sink`: `producer` (one per target broker: multi-partition Produce requests), `queue` (one
 //!   per partition: sequences, window, resends, what may be recorded) and `producer_id`.
 //! - `outgoing`: a batch on its way, with the source offsets it covers; `budget`: the byte budget.
-//! - `progress`, `offset_syncs`, `checkpoints`, `heartbeats`: MM2's internal topics, over
+//! - `progress` (keys placed by `murmur2`, Kafka's partitioner hash), `offset_syncs`,
+//!   `checkpoints`, `heartbeats`: MM2's internal topics, over
 //!   `internal_topics` (compacted-topic reads and writes).
 //! - `discovery`: the topics a flow replicates, and their remote topics created or grown.
 //! - `topic_config_sync` (over the rules of `topic_configs`), `acls`: topic config and ACL sync;

@@ -11,6 +11,13 @@
 //! kills it as soon as its standard input closes, which the kernel does when our process ends
 //! for any reason (normal exit, panic, Ctrl-C or SIGKILL). Data folders are removed the same way.
 //!
+//! # Layout
+//!
+//! - `dist`: the Kafka jars fetched once with Maven; `cluster`: single-node KRaft clusters from
+//!   them; `guard`: child processes that cannot outlive us.
+//! - `fault`: the fault-injection proxy; `sockets`: a process's TCP connections from `/proc`;
+//!   `error`: the crate's error type.
+//!
 //! The clusters are synchronous (std only) so that one pair of clusters can be shared by tests
 //! that each run on their own async runtime. [`FaultProxy`], a TCP proxy that adds latency or
 //! injects faults between clients and a cluster, runs on the caller's tokio runtime.

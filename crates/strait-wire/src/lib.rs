@@ -18,6 +18,16 @@
 //!   Strait writes itself.
 //! - [`OffsetSync`], [`Checkpoint`] and [`Heartbeat`] are MirrorMaker 2's internal records.
 //!
+//! # Layout
+//!
+//! - `batch`: zero-copy batch views and the splitting of fetched record sets; `rewrite`: the
+//!   forwarding rewrite (new header and CRC, untouched records section).
+//! - `txn`: read_committed filtering; `records`: decoded records (the slow path); `builder`:
+//!   building and rebuilding batches; `compression`: the four codecs in Kafka's byte formats;
+//!   `varint`: the record format's zigzag varints.
+//! - `mm2`: MirrorMaker 2's internal records; `error`: [`WireError`]; `testing`: batches for the
+//!   unit tests, stored as a broker would.
+//!
 //! Only magic-2 record batches are supported; legacy v0/v1 message sets are reported as
 //! [`WireError::UnsupportedMagic`]. Nothing here panics on malformed input.
 //!
