@@ -4,10 +4,10 @@
 //! removed from the target.
 
 use std::sync::Arc;
+
 use strait_client::{
     KafkaClient, TopicAcl, OPERATION_ALL, OPERATION_READ, OPERATION_WRITE, PATTERN_LITERAL, PERMISSION_ALLOW,
 };
-
 use strait_config::FlowConfig;
 use tokio::sync::watch;
 

@@ -16,7 +16,7 @@ use crate::client_config::connect;
 use crate::data_path::{DataPath, DataPathConfig, NotDrained, OffsetReset};
 use crate::discovery::discover;
 use crate::heartbeats::heartbeat_loop;
-use crate::internal_topics::unless_stopped;
+use crate::internal_topics::{retry_until_stopped, unless_stopped};
 use crate::offset_syncs::OffsetSyncs;
 use crate::progress::ProgressStore;
 use crate::sink::producer::ProduceSettings;
@@ -114,28 +114,21 @@ async fn start_up<T, F, Fut>(
     flow: &FlowConfig,
     stats: &Stats,
     shutdown: &mut watch::Receiver<bool>,
-    mut step: F,
+    step: F,
 ) -> Result<Option<T>, MirrorError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, MirrorError>>,
 {
-    let mut backoff = Backoff::new(Duration::from_secs(1), START_UP_MAX_BACKOFF);
-    loop {
-        match step().await {
-            Ok(value) => return Ok(Some(value)),
-            Err(error) if error.is_retriable() => {
-                let delay = backoff.next_delay();
-                tracing::warn!(flow = %flow.name(), %error, "flow cannot start yet; retrying in {delay:?}");
-                stats.set_state(FlowState::Starting, Some(error.to_string()));
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = shutdown.changed() => return Ok(None),
-                }
-            }
-            Err(error) => return Err(error),
+    retry_until_stopped(shutdown, START_UP_MAX_BACKOFF, step, |error, delay| {
+        if !error.is_retriable() {
+            return false;
         }
-    }
+        tracing::warn!(flow = %flow.name(), %error, "flow cannot start yet; retrying in {delay:?}");
+        stats.set_state(FlowState::Starting, Some(error.to_string()));
+        true
+    })
+    .await
 }
 
 async fn flow_loop(

@@ -175,37 +175,61 @@ pub(crate) async fn unless_stopped<F: std::future::Future>(
 /// Longest pause between attempts to set up a periodic task.
 const SET_UP_MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// Runs the set-up of the periodic task `task` of `flow` until it succeeds, with backoff,
-/// showing each failure in `stats` (so `/status` and `/health` see it) rather than ending the
-/// task; `None` once `shutdown` says stop.
+/// Runs `step` until it succeeds, pausing with a jittered backoff (from 1 s up to
+/// `max_backoff`) after each error that `failed` says may pass (`failed` also reports it,
+/// given the pause); an error `failed` refuses is returned. `Ok(None)` once `shutdown` says
+/// stop, which also cuts an attempt short.
+pub(crate) async fn retry_until_stopped<T, F, Fut>(
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    max_backoff: Duration,
+    mut step: F,
+    mut failed: impl FnMut(&MirrorError, Duration) -> bool,
+) -> Result<Option<T>, MirrorError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, MirrorError>>,
+{
+    let mut backoff = strait_client::Backoff::new(Duration::from_secs(1), max_backoff);
+    loop {
+        let Some(attempt) = unless_stopped(shutdown, step()).await else {
+            return Ok(None);
+        };
+        match attempt {
+            Ok(value) => return Ok(Some(value)),
+            Err(error) => {
+                let delay = backoff.next_delay();
+                if !failed(&error, delay) {
+                    return Err(error);
+                }
+                if unless_stopped(shutdown, tokio::time::sleep(delay)).await.is_none() {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}
+
+/// Runs the set-up of the periodic task `task` of `flow` until it succeeds, showing each
+/// failure in `stats` (so `/status` and `/health` see it) rather than ending the task; `None`
+/// once `shutdown` says stop.
 pub(crate) async fn set_up_task<T, F, Fut>(
     task: &'static str,
     flow: &str,
     stats: &crate::Stats,
     shutdown: &mut tokio::sync::watch::Receiver<bool>,
-    mut step: F,
+    step: F,
 ) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, MirrorError>>,
 {
-    let mut backoff = strait_client::Backoff::new(Duration::from_secs(1), SET_UP_MAX_BACKOFF);
-    loop {
-        let attempt = unless_stopped(shutdown, step()).await?;
-        match attempt {
-            Ok(value) => {
-                stats.set_task(task, None);
-                return Some(value);
-            }
-            Err(error) => {
-                let delay = backoff.next_delay();
-                tracing::error!(flow, task, %error, "cannot set up {task}; retrying in {delay:?}");
-                stats.set_task(task, Some(error.to_string()));
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = shutdown.changed() => return None,
-                }
-            }
-        }
-    }
+    let set_up = retry_until_stopped(shutdown, SET_UP_MAX_BACKOFF, step, |error, delay| {
+        tracing::error!(flow, task, %error, "cannot set up {task}; retrying in {delay:?}");
+        stats.set_task(task, Some(error.to_string()));
+        true
+    });
+    // Every error is retried, so the only end without a value is a stop.
+    let value = set_up.await.ok().flatten()?;
+    stats.set_task(task, None);
+    Some(value)
 }
