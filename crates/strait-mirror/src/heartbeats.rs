@@ -56,7 +56,10 @@ pub(crate) async fn heartbeat_loop(
         );
         match unless_stopped(&mut shutdown, write).await {
             None => break,
-            Some(Ok(())) => stats.set_task(TASK, None),
+            Some(Ok(())) => {
+                stats.record_heartbeat(heartbeat.timestamp);
+                stats.set_task(TASK, None);
+            }
             Some(Err(error)) => {
                 tracing::warn!(flow = %name, %error, "writing a heartbeat failed; retrying at the next interval");
                 stats.set_task(TASK, Some(error.to_string()));

@@ -24,6 +24,9 @@ mod status;
 /// holds a few MiB; when more are fetched the oldest still tells the lag).
 const UNMIRRORED_KEPT: usize = 256;
 
+/// Errors kept per flow for `/status` and the status page, newest last.
+const RECENT_ERRORS_KEPT: usize = 50;
+
 /// Where a flow is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlowState {
@@ -73,6 +76,17 @@ pub struct PartitionLag {
     pub seconds: Option<f64>,
 }
 
+/// An error the flow, one of its partitions or one of its periodic tasks met, and when.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RecentError {
+    /// When it happened, in milliseconds since the epoch.
+    pub time_ms: i64,
+    /// What met it: `flow`, a task's name (`heartbeats`), or `<topic>-<partition>`.
+    pub scope: String,
+    /// The error.
+    pub message: String,
+}
+
 /// The flow-wide counters every partition adds to.
 #[derive(Debug, Default)]
 struct Totals {
@@ -81,11 +95,29 @@ struct Totals {
     gap_records: AtomicU64,
     /// From a batch's fetch response to its acknowledgement: the time a batch spends in Strait.
     in_strait: Mutex<Histogram>,
+    /// The last errors, oldest first; bounded, so a partition failing in a loop costs nothing.
+    errors: Mutex<VecDeque<RecentError>>,
+}
+
+impl Totals {
+    fn record_error(&self, scope: String, message: String) {
+        let mut errors = self.errors.lock().expect("stats lock");
+        if errors.len() == RECENT_ERRORS_KEPT {
+            errors.pop_front();
+        }
+        errors.push_back(RecentError {
+            time_ms: now_ms(),
+            scope,
+            message,
+        });
+    }
 }
 
 /// The live state of one partition, updated by the data path through this handle.
 #[derive(Debug)]
 pub(crate) struct PartitionStats {
+    /// `<topic>-<partition>`, as errors name it.
+    scope: String,
     remote_topic: String,
     totals: Arc<Totals>,
     inner: Mutex<PartitionInner>,
@@ -194,12 +226,20 @@ impl PartitionStats {
 
     /// It stopped with an error that needs a person.
     pub(crate) fn stopped(&self, error: String) {
+        self.totals.record_error(self.scope.clone(), error.clone());
         self.update(|p, _| p.error = Some(error));
     }
 
     /// Its batch is overdue (`Some`), or acknowledged again (`None`).
     pub(crate) fn failing(&self, why: Option<String>) {
-        self.update(|p, _| p.failing = why);
+        let changed = self.update(|p, _| {
+            let changed = why.is_some() && p.failing != why;
+            p.failing = why.clone();
+            changed
+        });
+        if let (true, Some(why)) = (changed, why) {
+            self.totals.record_error(self.scope.clone(), why);
+        }
     }
 
     /// A fetch saw the source log end at `high_watermark`.
@@ -293,6 +333,8 @@ pub struct Stats {
     discoveries: AtomicU64,
     /// ACL sync rounds whose ACLs the target took.
     acl_syncs: AtomicU64,
+    /// The timestamp of the last heartbeat the target took, in ms; 0 before the first.
+    last_heartbeat_ms: AtomicI64,
 }
 
 impl Stats {
@@ -313,6 +355,7 @@ impl Stats {
             tasks: Mutex::default(),
             discoveries: AtomicU64::new(0),
             acl_syncs: AtomicU64::new(0),
+            last_heartbeat_ms: AtomicI64::new(0),
         }
     }
 
@@ -370,6 +413,16 @@ impl Stats {
         self.acl_syncs.load(Ordering::Relaxed)
     }
 
+    /// When the target took the flow's last heartbeat (ms since the epoch), if it took one.
+    pub fn last_heartbeat_ms(&self) -> Option<i64> {
+        Some(self.last_heartbeat_ms.load(Ordering::Relaxed)).filter(|&ms| ms > 0)
+    }
+
+    /// The last errors of the flow, its partitions and its periodic tasks, oldest first.
+    pub fn recent_errors(&self) -> Vec<RecentError> {
+        self.totals.errors.lock().expect("stats lock").iter().cloned().collect()
+    }
+
     /// The flow's state and its last error.
     pub fn state(&self) -> (FlowState, Option<String>) {
         self.state.lock().expect("stats lock").clone()
@@ -390,7 +443,15 @@ impl Stats {
     /// The periodic task `task` runs (`None`) or fails, and why (`Some`): shown in `/status`,
     /// and `/health` is unhealthy while it fails.
     pub(crate) fn set_task(&self, task: &'static str, failing: Option<String>) {
-        self.tasks.lock().expect("stats lock").insert(task, failing);
+        let before = self.tasks.lock().expect("stats lock").insert(task, failing.clone());
+        if let Some(why) = failing.filter(|why| before.flatten().as_ref() != Some(why)) {
+            self.totals.record_error(task.to_owned(), why);
+        }
+    }
+
+    /// The target took a heartbeat stamped `timestamp_ms`.
+    pub(crate) fn record_heartbeat(&self, timestamp_ms: i64) {
+        self.last_heartbeat_ms.store(timestamp_ms, Ordering::Relaxed);
     }
 
     /// The periodic tasks that fail now, with why.
@@ -434,6 +495,9 @@ impl Stats {
 
     pub(crate) fn set_state(&self, state: FlowState, error: Option<String>) {
         let mut current = self.state.lock().expect("stats lock");
+        if let Some(why) = error.as_ref().filter(|&why| current.1.as_ref() != Some(why)) {
+            self.totals.record_error("flow".to_owned(), why.clone());
+        }
         // A failure stays visible until the flow runs again.
         let error = error.or_else(|| (state == FlowState::Stopping).then(|| current.1.clone()).flatten());
         *current = (state, error);
@@ -446,6 +510,7 @@ impl Stats {
             .entry((topic.to_owned(), partition))
             .or_insert_with(|| {
                 Arc::new(PartitionStats {
+                    scope: format!("{topic}-{partition}"),
                     remote_topic: remote_topic.to_owned(),
                     totals: self.totals.clone(),
                     inner: Mutex::new(PartitionInner::new(now_ms())),
@@ -619,8 +684,70 @@ mod tests {
             stats.status()["tasks"]["heartbeats"]["last_error"],
             "TOPIC_AUTHORIZATION_FAILED"
         );
+        stats.set_task("heartbeats", Some("TOPIC_AUTHORIZATION_FAILED".into()));
+        let errors = stats.recent_errors();
+        assert_eq!(errors.len(), 1, "the same failure again is not a new error: {errors:?}");
+        assert_eq!(
+            (errors[0].scope.as_str(), errors[0].message.as_str()),
+            ("heartbeats", "TOPIC_AUTHORIZATION_FAILED")
+        );
+        assert!(errors[0].time_ms > 0);
         stats.set_task("heartbeats", None);
         assert!(stats.is_healthy());
+        assert_eq!(stats.status()["recent_errors"][0]["scope"], "heartbeats");
+        let mut text = PrometheusText::default();
+        stats.write_prometheus(&mut text);
+        assert!(text
+            .finish()
+            .contains("strait_task_up{source=\"a\",target=\"b\",task=\"heartbeats\"} 1\n"));
+    }
+
+    #[test]
+    fn errors_are_kept_with_their_scope_and_bounded() {
+        let stats = Stats::new("a", "b");
+        let p = stats.partition("t", "a.t", 7);
+        p.failing(Some("overdue".into()));
+        p.failing(Some("overdue".into()));
+        p.stopped("TOPIC_AUTHORIZATION_FAILED".into());
+        stats.set_state(FlowState::Failed, Some("gone".into()));
+        let errors: Vec<_> = stats
+            .recent_errors()
+            .into_iter()
+            .map(|e| (e.scope, e.message))
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                ("t-7".to_owned(), "overdue".to_owned()),
+                ("t-7".to_owned(), "TOPIC_AUTHORIZATION_FAILED".to_owned()),
+                ("flow".to_owned(), "gone".to_owned()),
+            ]
+        );
+        for i in 0..2 * RECENT_ERRORS_KEPT {
+            p.stopped(format!("error {i}"));
+        }
+        let errors = stats.recent_errors();
+        assert_eq!(errors.len(), RECENT_ERRORS_KEPT);
+        assert_eq!(
+            errors.last().unwrap().message,
+            format!("error {}", 2 * RECENT_ERRORS_KEPT - 1)
+        );
+    }
+
+    #[test]
+    fn the_last_heartbeat_is_shown_once_there_is_one() {
+        let stats = Stats::new("a", "b");
+        let render = |stats: &Stats| {
+            let mut text = PrometheusText::default();
+            stats.write_prometheus(&mut text);
+            text.finish()
+        };
+        assert!(!render(&stats).contains("strait_heartbeat_last_timestamp_seconds"));
+        assert_eq!(stats.status()["last_heartbeat_ms"], serde_json::Value::Null);
+        stats.record_heartbeat(1_700_000_000_500);
+        assert!(render(&stats)
+            .contains("strait_heartbeat_last_timestamp_seconds{source=\"a\",target=\"b\"} 1700000000.5\n"));
+        assert_eq!(stats.status()["last_heartbeat_ms"], 1_700_000_000_500i64);
     }
 
     #[test]

@@ -22,6 +22,23 @@ impl Stats {
             &[("source", source), ("target", target)],
             f64::from(u8::from(state == FlowState::Running)),
         );
+        let flow = [("source", source), ("target", target)];
+        if let Some(ms) = self.last_heartbeat_ms() {
+            out.gauge(
+                "strait_heartbeat_last_timestamp_seconds",
+                "When the target took the flow's last heartbeat (emit.heartbeats.interval.seconds), in seconds since the epoch.",
+                &flow,
+                ms as f64 / 1000.0,
+            );
+        }
+        for (task, failing) in self.tasks.lock().expect("stats lock").iter() {
+            out.gauge(
+                "strait_task_up",
+                "1 while the flow's periodic task (heartbeats, checkpoints, ...) runs, 0 while it fails and retries.",
+                &[("source", source), ("target", target), ("task", task)],
+                f64::from(u8::from(failing.is_none())),
+            );
+        }
         const SOURCE: &str = "kafka_connect_mirror_source_connector";
         let partitions = self.partitions.lock().expect("stats lock");
         for ((topic, partition), handle) in partitions.iter() {
@@ -98,7 +115,6 @@ impl Stats {
             );
         }
         drop(partitions);
-        let flow = [("source", source), ("target", target)];
         out.gauge(
             "strait_paused_partitions",
             "Partitions whose fetching is paused: their queue is full or their target partition fails.",

@@ -6,7 +6,8 @@ use super::Stats;
 use crate::internal_topics::now_ms;
 
 impl Stats {
-    /// The flow as `/status` shows it: state, last error, counters, and every partition.
+    /// The flow as `/status` shows it: state, last error, the last errors with their time,
+    /// counters, periodic tasks, and every partition.
     /// Holds no configuration, so no secret can leak through it.
     pub fn status(&self) -> Value {
         let now = now_ms();
@@ -42,6 +43,8 @@ impl Stats {
             "records": self.records(),
             "bytes": self.bytes(),
             "gap_records": self.gap_records(),
+            "last_heartbeat_ms": self.last_heartbeat_ms(),
+            "recent_errors": self.recent_errors(),
             "tasks": self.tasks.lock().expect("stats lock").iter().map(|(&task, failing)| {
                 (task.to_owned(), json!({
                     "state": if failing.is_some() { "failing" } else { "running" },
