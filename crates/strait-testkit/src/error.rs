@@ -52,4 +52,12 @@ pub enum Error {
         /// Its last lines.
         log_tail: String,
     },
+    /// ChromeDriver or the browser it drives failed.
+    #[error("the browser: {what} failed: {reason}")]
+    Browser {
+        /// What was asked of it.
+        what: String,
+        /// Why it failed.
+        reason: String,
+    },
 }

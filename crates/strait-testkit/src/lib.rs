@@ -15,7 +15,8 @@
 //!
 //! - `dist`: the Kafka jars fetched once with Maven; `cluster`: single-node KRaft clusters from
 //!   them; `guard`: child processes that cannot outlive us.
-//! - `fault`: the fault-injection proxy; `sockets`: a process's TCP connections from `/proc`;
+//! - `browser`: headless Chromium through ChromeDriver, for the status page's test;
+//!   `fault`: the fault-injection proxy; `sockets`: a process's TCP connections from `/proc`;
 //!   `error`: the crate's error type.
 //!
 //! The clusters are synchronous (std only) so that one pair of clusters can be shared by tests
@@ -24,6 +25,7 @@
 //! [`tcp_connections`] counts the TCP connections of a process, as the operating system sees
 //! them.
 
+mod browser;
 mod cluster;
 mod dist;
 mod error;
@@ -31,6 +33,7 @@ mod fault;
 mod guard;
 mod sockets;
 
+pub use browser::Browser;
 pub use cluster::{ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
 pub use dist::{kafka_version, KafkaDist, KAFKA_JVM_PERFORMANCE_OPTIONS, MIRROR_MAKER_JVM_OPTIONS};
 pub use error::Error;
