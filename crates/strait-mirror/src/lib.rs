@@ -69,4 +69,4 @@ pub use lag::{read_flow_report, read_lag, FlowReport};
 pub use metrics::PrometheusText;
 pub use offset_syncs::{OffsetMapping, OffsetSyncs};
 pub use progress::{connect_offset_key, ProgressStore};
-pub use stats::{FlowState, PartitionLag, RecentError, Stats};
+pub use stats::{FlowState, FlowSummary, PartitionLag, RecentError, Stats};

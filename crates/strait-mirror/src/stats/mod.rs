@@ -87,6 +87,21 @@ pub struct RecentError {
     pub message: String,
 }
 
+/// A flow's partitions in a few numbers, as the status page plots them.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct FlowSummary {
+    /// Partitions the flow mirrors.
+    pub partitions: usize,
+    /// Of which failing: a batch not acknowledged within `delivery.timeout.ms`, retrying.
+    pub failing: usize,
+    /// Of which stopped with an error that needs a person.
+    pub stopped: usize,
+    /// Records behind, summed over the partitions.
+    pub lag_records: i64,
+    /// The largest lag in seconds of any partition.
+    pub lag_seconds: f64,
+}
+
 /// The flow-wide counters every partition adds to.
 #[derive(Debug, Default)]
 struct Totals {
@@ -478,6 +493,29 @@ impl Stats {
             .collect()
     }
 
+    /// The flow's partitions counted by state, with their total lag in records and the largest
+    /// in seconds.
+    pub fn summary(&self) -> FlowSummary {
+        let now = now_ms();
+        let partitions = self.partitions.lock().expect("stats lock");
+        let mut summary = FlowSummary {
+            partitions: partitions.len(),
+            ..FlowSummary::default()
+        };
+        for ((topic, partition), handle) in partitions.iter() {
+            let p = handle.inner.lock().expect("stats lock");
+            match p.state() {
+                "stopped" => summary.stopped += 1,
+                "failing" => summary.failing += 1,
+                _ => {}
+            }
+            let lag = p.lag(topic, &handle.remote_topic, *partition, now);
+            summary.lag_records += lag.records;
+            summary.lag_seconds = summary.lag_seconds.max(lag.seconds.unwrap_or_default());
+        }
+        summary
+    }
+
     /// The lag of every partition the flow mirrors.
     pub fn lag(&self) -> Vec<PartitionLag> {
         let now = now_ms();
@@ -622,6 +660,9 @@ mod tests {
         p.record_position(20);
         let seconds = stats.lag()[0].seconds.unwrap();
         assert!((40.0..41.0).contains(&seconds), "the next oldest: {seconds}");
+        let summary = stats.summary();
+        assert_eq!(summary.lag_records, 5);
+        assert!((40.0..41.0).contains(&summary.lag_seconds), "{summary:?}");
         p.record_acknowledged(15, 1500, now_ms() - 5, Duration::from_millis(3));
         p.record_position(25);
         let lag = &stats.lag()[0];
@@ -656,6 +697,8 @@ mod tests {
         p.failing(Some("not acknowledged within delivery.timeout.ms".into()));
         assert!(!stats.is_healthy());
         assert_eq!(stats.status()["partitions"][0]["state"], "failing");
+        let summary = stats.summary();
+        assert_eq!((summary.partitions, summary.failing, summary.stopped), (1, 1, 0));
         let mut text = PrometheusText::default();
         stats.write_prometheus(&mut text);
         assert!(text
