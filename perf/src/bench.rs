@@ -19,9 +19,9 @@ pub struct Side {
     /// Brokers added with `--brokers`.
     extra: Vec<KafkaBroker>,
     /// A client of it (through the proxy for the WAN source).
-    client: KafkaClient,
+    pub client: KafkaClient,
     /// `bootstrap.servers` for the mirrors and the Java tools.
-    bootstrap: String,
+    pub bootstrap: String,
 }
 
 impl Side {
@@ -76,17 +76,17 @@ fn cluster_options(name: &str) -> ClusterOptions {
 
 /// How a case's source topics are filled.
 #[derive(Debug, Clone)]
-struct Load {
+pub(crate) struct Load {
     /// Kafka's `ProducerPerformance` (one topic, sticky partitioning) or `perf/java/Load.java`
     /// (every partition of every topic gets its share).
-    even: bool,
-    topics: Vec<String>,
-    partitions: i32,
-    records: u64,
-    record_size: u32,
-    codec: String,
-    batch_size: u32,
-    linger_ms: u32,
+    pub even: bool,
+    pub topics: Vec<String>,
+    pub partitions: i32,
+    pub records: u64,
+    pub record_size: u32,
+    pub codec: String,
+    pub batch_size: u32,
+    pub linger_ms: u32,
 }
 
 /// A catch-up case: load the source, then let each mirror copy it.
@@ -195,13 +195,13 @@ impl LatencyRow {
 
 /// The clusters, the built `strait`, compiled Java helpers and a scratch folder.
 pub struct Bench {
-    args: Args,
+    pub(crate) args: Args,
     strait: PathBuf,
     dist: &'static KafkaDist,
-    scratch: ScratchDir,
+    pub(crate) scratch: ScratchDir,
     classes: PathBuf,
-    source: Side,
-    target: Side,
+    pub(crate) source: Side,
+    pub(crate) target: Side,
 }
 
 impl Bench {
@@ -537,7 +537,7 @@ impl Bench {
     }
 
     /// Fills the source topics.
-    async fn load(&self, bootstrap: &str, load: &Load) -> anyhow::Result<()> {
+    pub(crate) async fn load(&self, bootstrap: &str, load: &Load) -> anyhow::Result<()> {
         let props = [
             format!("compression.type={}", load.codec),
             format!("linger.ms={}", load.linger_ms),
@@ -578,7 +578,7 @@ impl Bench {
 
     /// The same `mm2.properties` for both mirrors (source alias = the mirror's alias), with MM2's
     /// usual throughput settings for its Connect producer and consumer.
-    fn write_config(
+    pub(crate) fn write_config(
         &self,
         tag: &str,
         mirror: Mirror,
@@ -625,7 +625,7 @@ impl Bench {
     }
 
     /// Starts a mirror under a guard (it dies with us), its output in `log`.
-    fn spawn(&self, mirror: Mirror, config: &Path, log: &Path) -> anyhow::Result<Guarded> {
+    pub(crate) fn spawn(&self, mirror: Mirror, config: &Path, log: &Path) -> anyhow::Result<Guarded> {
         let mut command = match mirror {
             Mirror::Strait => {
                 let mut command = Command::new(&self.strait);
@@ -946,14 +946,14 @@ impl Bench {
 
 /// A `topics =` list that matches exactly `topics` (names of letters, digits, `-` and `_`, which
 /// are regexes of themselves).
-fn regex_for(topics: &[String]) -> String {
+pub(crate) fn regex_for(topics: &[String]) -> String {
     topics.join(", ")
 }
 
 /// Deletes every topic except Kafka's own (`__…`): the remote topics and the mirrors' internal
 /// topics, so that each run starts as a fresh deployment and the broker carries no partitions of
 /// earlier runs.
-async fn clear_topics(client: &KafkaClient) -> anyhow::Result<()> {
+pub(crate) async fn clear_topics(client: &KafkaClient) -> anyhow::Result<()> {
     let topics: Vec<String> = client
         .metadata(None)
         .await?

@@ -7,10 +7,12 @@
 //! (10 000 partitions), `latency` (steady streams, judged by Kafka's Java consumer), `wan` (a
 //! delay proxy between the mirrors and the source), `long` (several GiB) and `small-batches`
 //! (16 KiB source batches, CPU per forwarded batch), and `producer-ids` (the start-up cost of a
-//! producer id per partition). See `perf/README.md`.
+//! producer id per partition), and `status-page` (the status page's first render in headless
+//! Chromium at `--topics` × `--partitions`). See `perf/README.md`.
 
 mod bench;
 mod kafka;
+mod page;
 mod procfs;
 mod report;
 
@@ -39,6 +41,9 @@ pub enum Case {
     /// The start-up cost of a producer id per partition against one per target cluster:
     /// `--producer-ids` InitProducerId requests against one.
     ProducerIds,
+    /// The status page's first render in headless Chromium, for a flow of `--topics` ×
+    /// `--partitions` partitions (2 000 by default).
+    StatusPage,
 }
 
 /// A mirror under test.
@@ -179,6 +184,7 @@ async fn main() -> anyhow::Result<()> {
                 Case::Long => results.cases.push(bench.long().await?),
                 Case::SmallBatches => results.cases.push(bench.small_batches().await?),
                 Case::ProducerIds => results.producer_ids = Some(bench.producer_ids().await?),
+                Case::StatusPage => results.status_page = Some(bench.status_page().await?),
             }
             Ok(())
         }

@@ -14,6 +14,8 @@ pub struct Results {
     pub latency: Vec<LatencyRow>,
     /// The start-up cost of producer ids.
     pub producer_ids: Option<ProducerIdsRow>,
+    /// The status page at size.
+    pub status_page: Option<crate::page::StatusPageRow>,
 }
 
 /// InitProducerId at start: one for the target cluster, or one per partition.
@@ -154,6 +156,27 @@ pub fn markdown(args: &Args, results: &Results) -> String {
             ids.partitions,
             ids.each_s,
             ids.each_s / ids.one_s.max(1e-9),
+        );
+    }
+    if let Some(page) = &results.status_page {
+        let times = |ms: &[f64]| {
+            let median = ms.get(ms.len() / 2).copied().unwrap_or(f64::NAN);
+            let max = ms.last().copied().unwrap_or(f64::NAN);
+            format!("{median:.0} ms (max {max:.0} ms)")
+        };
+        let endpoint = |(bytes, ms): (usize, f64)| format!("{:.0} KB in {ms:.0} ms", bytes as f64 / 1e3);
+        let _ = writeln!(
+            out,
+            "\nStatus page, a flow of {} partitions, in headless Chromium: first complete render {} \
+             after navigation while it caught up, {} once it had ({} loads each). \
+             `/api/overview` {}, `/api/partitions` (a page of 50) {}, `/status` (every partition) {}.\n",
+            page.partitions,
+            times(&page.catching_up_ms),
+            times(&page.caught_up_ms),
+            page.catching_up_ms.len(),
+            endpoint(page.overview),
+            endpoint(page.partitions_page),
+            endpoint(page.status),
         );
     }
     if !results.latency.is_empty() {

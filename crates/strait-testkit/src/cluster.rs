@@ -452,7 +452,8 @@ fn base64url(bytes: &[u8; 16]) -> String {
     out
 }
 
-pub(crate) fn free_port() -> Result<u16> {
+/// A free TCP port on loopback, for a server about to start.
+pub fn free_port() -> Result<u16> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|source| Error::Io {
         what: "binding a free port on",
         path: "127.0.0.1".into(),

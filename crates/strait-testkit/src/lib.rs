@@ -34,7 +34,7 @@ mod guard;
 mod sockets;
 
 pub use browser::Browser;
-pub use cluster::{ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
+pub use cluster::{free_port, ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
 pub use dist::{kafka_version, KafkaDist, KAFKA_JVM_PERFORMANCE_OPTIONS, MIRROR_MAKER_JVM_OPTIONS};
 pub use error::Error;
 pub use fault::FaultProxy;
