@@ -16,7 +16,8 @@
 //! - `dist`: the Kafka jars fetched once with Maven; `cluster`: single-node KRaft clusters from
 //!   them; `guard`: child processes that cannot outlive us.
 //! - `fault`: the fault-injection proxy; `sockets`: a process's TCP connections from `/proc`;
-//!   `error`: the crate's error type.
+//!   `error`: the crate's error type; `debian`: programs from Debian packages (Prometheus,
+//!   Chromium), installed on first use.
 //!
 //! The clusters are synchronous (std only) so that one pair of clusters can be shared by tests
 //! that each run on their own async runtime. [`FaultProxy`], a TCP proxy that adds latency or
@@ -25,6 +26,7 @@
 //! them.
 
 mod cluster;
+mod debian;
 mod dist;
 mod error;
 mod fault;
@@ -32,6 +34,7 @@ mod guard;
 mod sockets;
 
 pub use cluster::{ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
+pub use debian::debian_program;
 pub use dist::{kafka_version, KafkaDist, KAFKA_JVM_PERFORMANCE_OPTIONS, MIRROR_MAKER_JVM_OPTIONS};
 pub use error::Error;
 pub use fault::FaultProxy;
