@@ -374,10 +374,7 @@ impl Drop for StraitProcess {
 
 /// A loopback port that was free a moment ago.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
+    strait_testkit::free_port().expect("a free port")
 }
 
 /// `GET path` over HTTP/1.1 from `127.0.0.1:port`: the status code and body, or `None` if

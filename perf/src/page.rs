@@ -5,10 +5,9 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpStream};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use strait_testkit::Browser;
+use strait_testkit::{debian_program, Browser};
 
 use crate::bench::{Bench, Load};
 use crate::kafka;
@@ -44,7 +43,9 @@ impl Bench {
         println!("[status-page] a flow of {topics} × {partitions} = {total} partitions, {RECORDS} records of 512 B");
         let load = Load {
             even: true,
-            topics: (0..topics).map(|i| format!("page{topics}x{partitions}-{i:03}")).collect(),
+            topics: (0..topics)
+                .map(|i| format!("page{topics}x{partitions}-{i:03}"))
+                .collect(),
             partitions,
             records: RECORDS,
             record_size: 512,
@@ -76,7 +77,9 @@ impl Bench {
         wait(deadline, "the flow shows every partition", || {
             get(port, "/api/partitions?size=1").is_ok_and(|(json, _, _)| json["total"].as_i64() >= Some(total))
         })?;
-        let browser = Browser::start(Path::new("/usr/bin/chromium"), Path::new("/usr/bin/chromedriver"), 1400, 1100)?;
+        let chromium = debian_program("chromium", &["chromium", "chromium-driver"])?;
+        let chromedriver = debian_program("chromedriver", &["chromium-driver"])?;
+        let browser = Browser::start(&chromium, &chromedriver, 1400, 1100)?;
         let url = format!("http://127.0.0.1:{port}/");
         let mut catching_up_ms = Vec::new();
         for _ in 0..LOADS {
@@ -141,7 +144,10 @@ fn get(port: u16, path: &str) -> anyhow::Result<(serde_json::Value, usize, f64)>
     let started = Instant::now();
     let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )?;
     let mut response = Vec::new();
     stream.read_to_end(&mut response)?;
     let ms = started.elapsed().as_secs_f64() * 1000.0;

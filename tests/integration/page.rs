@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use serde_json::Value;
-use strait_testkit::Browser;
+use strait_testkit::{debian_program, Browser};
 use strait_tests::*;
 
 use crate::mirror::write_numbered;
@@ -51,7 +51,9 @@ async fn the_status_page_shows_a_flow_catching_up_in_a_real_browser() {
     })
     .await;
 
-    let browser = Browser::start(&chromium(), &chromedriver(), 1400, 1100).expect("headless Chromium");
+    let chromium = debian_program("chromium", &["chromium", "chromium-driver"]).unwrap();
+    let chromedriver = debian_program("chromedriver", &["chromium-driver"]).unwrap();
+    let browser = Browser::start(&chromium, &chromedriver, 1400, 1100).expect("headless Chromium");
     browser.goto(&format!("http://127.0.0.1:{port}/")).unwrap();
     let look = || browser.execute(LOOK).expect("reading the page");
     wait_until("the page shows the flow", || async { look()["shown"] == true }).await;
@@ -101,12 +103,4 @@ async fn the_status_page_shows_a_flow_catching_up_in_a_real_browser() {
 /// Where this test leaves its screenshot.
 fn output_folder() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("page")
-}
-
-fn chromium() -> PathBuf {
-    PathBuf::from("/usr/bin/chromium")
-}
-
-fn chromedriver() -> PathBuf {
-    PathBuf::from("/usr/bin/chromedriver")
 }

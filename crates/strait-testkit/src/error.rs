@@ -60,4 +60,14 @@ pub enum Error {
         /// Why it failed.
         reason: String,
     },
+    /// A program from a Debian package is missing and could not be installed.
+    #[error("`{program}` is not installed and could not be installed; install it with `sudo apt-get install {packages}`. The attempt: {attempt}")]
+    Missing {
+        /// The program.
+        program: String,
+        /// The Debian packages that provide it, space-separated.
+        packages: String,
+        /// What the `apt-get install` attempt printed.
+        attempt: String,
+    },
 }

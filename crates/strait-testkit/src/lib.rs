@@ -16,6 +16,7 @@
 //! - `dist`: the Kafka jars fetched once with Maven; `cluster`: single-node KRaft clusters from
 //!   them; `guard`: child processes that cannot outlive us.
 //! - `browser`: headless Chromium through ChromeDriver, for the status page's test;
+//!   `debian`: programs from Debian packages (Prometheus, Chromium), installed on first use;
 //!   `fault`: the fault-injection proxy; `sockets`: a process's TCP connections from `/proc`;
 //!   `error`: the crate's error type.
 //!
@@ -27,6 +28,7 @@
 
 mod browser;
 mod cluster;
+mod debian;
 mod dist;
 mod error;
 mod fault;
@@ -35,6 +37,7 @@ mod sockets;
 
 pub use browser::Browser;
 pub use cluster::{free_port, ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
+pub use debian::debian_program;
 pub use dist::{kafka_version, KafkaDist, KAFKA_JVM_PERFORMANCE_OPTIONS, MIRROR_MAKER_JVM_OPTIONS};
 pub use error::Error;
 pub use fault::FaultProxy;
