@@ -18,6 +18,9 @@ pub enum Origin {
         line: usize,
         /// The full key.
         key: String,
+        /// The value as written when config providers resolved placeholders in it: shown in
+        /// place of the value, which may be a secret.
+        written: Option<String>,
     },
 }
 
@@ -25,7 +28,12 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::Default => f.write_str("default"),
-            Origin::File { line, key } => write!(f, "line {line}: {key}"),
+            Origin::File {
+                line,
+                key,
+                written: None,
+            } => write!(f, "line {line}: {key}"),
+            Origin::File { line, key, .. } => write!(f, "line {line}: {key}, through a config provider"),
         }
     }
 }
@@ -347,6 +355,7 @@ mod tests {
         let origin = Origin::File {
             line: 4,
             key: "A.bootstrap.servers".into(),
+            written: None,
         };
         assert_eq!(origin.to_string(), "line 4: A.bootstrap.servers");
     }

@@ -238,15 +238,17 @@ fn check_idempotence(raw: Raw<'_>) -> Result<()> {
 /// An effective setting as a [`Raw`] value, for parsing and error messages.
 pub(crate) fn setting_raw<'a>(key: &'a str, setting: &'a Setting) -> Raw<'a> {
     match &setting.origin {
-        Origin::File { line, key } => Raw {
+        Origin::File { line, key, written } => Raw {
             key,
             value: &setting.value,
             line: *line,
+            written: written.as_deref(),
         },
         Origin::Default => Raw {
             key,
             value: &setting.value,
             line: 0,
+            written: None,
         },
     }
 }

@@ -93,6 +93,19 @@ pub enum ConfigError {
         expected: String,
     },
 
+    /// A placeholder of a configured config provider that finds nothing: a missing file, folder
+    /// entry or variable, or one outside the provider's allowed paths or variables.
+    #[error("line {line}: `{key}`: the config provider placeholder `{placeholder}` resolves to nothing: {reason}")]
+    Provider {
+        /// 1-based line number.
+        line: usize,
+        /// The key whose value holds the placeholder.
+        key: String,
+        /// The placeholder as written.
+        placeholder: String,
+        /// Why it resolves to nothing.
+        reason: String,
+    },
     /// A value Kafka or MM2 would accept but Strait refuses, because Strait cannot mirror safely
     /// with it, or a key written where it cannot apply.
     #[error("line {line}: `{key}` refused: {reason}")]

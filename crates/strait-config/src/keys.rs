@@ -303,10 +303,6 @@ const IGNORED_KEYS: &[(&str, &str)] = &[
     ("topic.tracking.enable", WHY_WORKER),
     ("topic.tracking.allow.reset", WHY_WORKER),
     ("topic.creation.enable", WHY_WORKER),
-    (
-        "config.providers",
-        "`${provider:path:key}` placeholders are not resolved by Strait",
-    ),
     ("dedicated.mode.enable.internal.rest", WHY_REST),
     ("listeners", WHY_REST),
     ("admin.listeners", WHY_REST),
@@ -370,7 +366,6 @@ const IGNORED_PREFIXES: &[(&str, &str)] = &[
         "admin.override.",
         "Connect per-connector client overrides are not applied; use `<alias>.admin.<key>`",
     ),
-    ("config.providers.", "`${provider:path:key}` placeholders are not resolved by Strait"),
     ("worker.", WHY_WORKER),
     ("inter.worker.", WHY_WORKER),
     ("rest.", WHY_REST),
@@ -547,6 +542,7 @@ mod tests {
             key: "k",
             value,
             line: 7,
+            written: None,
         }
     }
 

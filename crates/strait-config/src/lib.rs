@@ -2,7 +2,8 @@
 //! the Strait mirror engine asks: which flows run, how each cluster's clients connect, which
 //! topics, groups and topic configs are copied, and how remote topics are named.
 //!
-//! The crate is pure: no async runtime and no I/O besides [`Mm2Config::from_path`].
+//! The crate is pure: no async runtime and no I/O besides [`Mm2Config::from_path`] and the
+//! config providers a file names (which read files, folders and environment variables).
 //!
 //! # Example
 //!
@@ -56,6 +57,9 @@
 //!   parsing of a raw value with its key and line; `secret`: which settings are never printed;
 //!   `render`: `check-config`'s text and JSON. The modules form no import cycle: `error`,
 //!   `secret`, `properties` and `value` are at the bottom, `mm2` and `render` on top.
+//! * `providers`: Kafka's config providers (`config.providers`; file, directory and environment
+//!   variable), resolving `${alias:path:key}` placeholders in every value before anything else
+//!   reads it, and keeping the text as written for renderings and errors.
 //! * [`ConfigError`]: the crate's single error type; messages name the line and key.
 //!
 //! # Key scopes
@@ -123,6 +127,7 @@ mod keys;
 mod mm2;
 mod policy;
 pub mod properties;
+mod providers;
 mod render;
 mod secret;
 mod value;

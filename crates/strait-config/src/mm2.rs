@@ -21,6 +21,7 @@ use crate::keys::{
 };
 use crate::policy::{PolicyKind, ReplicationPolicy};
 use crate::properties::{Properties, Property};
+use crate::providers::{self, is_provider_key};
 use crate::secret::is_secret;
 use crate::value::{java_list, java_trim, one_of, Raw};
 
@@ -180,12 +181,15 @@ impl Mm2Config {
     ///
     /// As [`Mm2Config::parse`].
     pub fn from_properties(props: &Properties) -> Result<Self> {
+        let (props, provider_warnings) = providers::resolve(props.clone())?;
+        let props = &props;
         let clusters_prop = props.get("clusters").ok_or(ConfigError::MissingClusters)?;
         let clusters = parse_clusters(clusters_prop)?;
         let mut scopes = Scopes::new(&clusters);
+        scopes.warnings.extend(provider_warnings);
         for prop in props
             .iter()
-            .filter(|p| p.key != "clusters" && !STRAIT_KEYS.contains(&p.key.as_str()))
+            .filter(|p| p.key != "clusters" && !STRAIT_KEYS.contains(&p.key.as_str()) && !is_provider_key(&p.key))
         {
             scopes.classify(prop)?;
         }
@@ -377,6 +381,7 @@ fn file_setting(p: &Property) -> Setting {
         origin: Origin::File {
             line: p.line,
             key: p.key.clone(),
+            written: p.written.clone(),
         },
     }
 }
@@ -631,7 +636,6 @@ impl<'p> Scopes<'p> {
         } else {
             return Ok(false);
         }
-        self.warn_placeholder(prop);
         Ok(true)
     }
 
@@ -673,17 +677,7 @@ impl<'p> Scopes<'p> {
                 format_args!("is not a Kafka client setting{hint}; it is passed on unchanged"),
             );
         }
-        self.warn_placeholder(prop);
         Ok(true)
-    }
-
-    fn warn_placeholder(&mut self, prop: &Property) {
-        if prop.value.contains("${") {
-            self.warn(
-                prop,
-                "contains a `${...}` placeholder; Strait does not resolve config providers, so the text is used as is",
-            );
-        }
     }
 
     /// A connector key of flow `source->target`: flow-level, else top-level, else the deprecated

@@ -37,6 +37,9 @@ pub struct Property {
     pub value: String,
     /// 1-based line number where the entry starts.
     pub line: usize,
+    /// The value as written, when config providers resolved placeholders in it: what may be
+    /// shown instead of [`Property::value`].
+    pub written: Option<String>,
 }
 
 /// The parsed contents of a `.properties` file, in file order.
@@ -85,7 +88,12 @@ impl Properties {
                 }
                 other => other,
             })?;
-            props.insert(Property { key, value, line });
+            props.insert(Property {
+                key,
+                value,
+                line,
+                written: None,
+            });
         }
         Ok(props)
     }
@@ -110,7 +118,7 @@ impl Properties {
         self.entries.is_empty()
     }
 
-    fn insert(&mut self, property: Property) {
+    pub(crate) fn insert(&mut self, property: Property) {
         match self.index.get(&property.key) {
             Some(&i) => self.entries[i] = property,
             None => {

@@ -19,11 +19,15 @@ use crate::secret::is_secret;
 
 const HIDDEN: &str = "[hidden]";
 
+/// What may be printed of a setting: secrets are hidden, and a value that config providers
+/// resolved is shown as written, placeholders and all.
 fn shown<'a>(key: &str, setting: &'a Setting) -> &'a str {
-    if is_secret(key) {
-        HIDDEN
-    } else {
-        &setting.value
+    match &setting.origin {
+        _ if is_secret(key) => HIDDEN,
+        Origin::File {
+            written: Some(written), ..
+        } => written,
+        _ => &setting.value,
     }
 }
 
@@ -85,15 +89,15 @@ impl fmt::Display for Mm2Config {
             writeln!(f, "strait.http.listener = {listener}")?;
         }
         for (name, setting) in &self.process_settings {
-            writeln!(f, "{name} = {}  ({})", setting.value, setting.origin)?;
+            writeln!(f, "{name} = {}  ({})", shown(name, setting), setting.origin)?;
         }
         for flow in &self.flows {
             writeln!(f, "\nflow {} ({})", flow.name(), flow_status(flow))?;
             for (name, setting) in &flow.settings {
-                write_setting(f, name, &setting.value, &setting.origin)?;
+                write_setting(f, name, shown(name, setting), &setting.origin)?;
             }
             for (name, setting) in data_path_lines(flow) {
-                write_setting(f, &name, &setting.value, &setting.origin)?;
+                write_setting(f, &name, shown(&name, setting), &setting.origin)?;
             }
             // The data path's keys are shown above, with their effective value or default.
             let clients = client_lines("source", &flow.source)
@@ -122,7 +126,12 @@ impl fmt::Display for Mm2Config {
 fn origin_json(origin: &Origin) -> Value {
     match origin {
         Origin::Default => json!("default"),
-        Origin::File { line, key } => json!({ "line": line, "key": key }),
+        Origin::File {
+            line,
+            key,
+            written: None,
+        } => json!({ "line": line, "key": key }),
+        Origin::File { line, key, .. } => json!({ "line": line, "key": key, "config_provider": true }),
     }
 }
 
@@ -134,7 +143,7 @@ fn flow_json(flow: &FlowConfig) -> Value {
     let settings: Map<String, Value> = flow
         .settings
         .iter()
-        .map(|(name, s)| (name.to_string(), setting_json(&s.value, &s.origin)))
+        .map(|(name, s)| (name.to_string(), setting_json(shown(name, s), &s.origin)))
         .collect();
     let clients: Map<String, Value> = client_lines("source", &flow.source)
         .chain(client_lines("target", &flow.target))
@@ -143,7 +152,7 @@ fn flow_json(flow: &FlowConfig) -> Value {
     let by_key = |settings: &[(&'static str, Setting)]| -> Map<String, Value> {
         settings
             .iter()
-            .map(|(key, s)| (key.to_string(), setting_json(&s.value, &s.origin)))
+            .map(|(key, s)| (key.to_string(), setting_json(shown(key, s), &s.origin)))
             .collect()
     };
     json!({
@@ -170,7 +179,7 @@ impl Mm2Config {
             self.process_settings
                 .iter()
                 .find(|(name, _)| *name == key)
-                .map_or(Value::Null, |(_, s)| setting_json(&s.value, &s.origin))
+                .map_or(Value::Null, |(name, s)| setting_json(shown(name, s), &s.origin))
         };
         json!({
             "clusters": self.clusters,

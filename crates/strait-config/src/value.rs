@@ -10,6 +10,8 @@ pub(crate) struct Raw<'a> {
     pub(crate) key: &'a str,
     pub(crate) value: &'a str,
     pub(crate) line: usize,
+    /// The value as written, when config providers resolved it: errors show this instead.
+    pub(crate) written: Option<&'a str>,
 }
 
 impl<'a> From<&'a Property> for Raw<'a> {
@@ -18,16 +20,21 @@ impl<'a> From<&'a Property> for Raw<'a> {
             key: &p.key,
             value: &p.value,
             line: p.line,
+            written: p.written.as_deref(),
         }
     }
 }
 
 impl Raw<'_> {
     pub(crate) fn invalid(&self, expected: impl Into<String>) -> ConfigError {
+        let value = match self.written {
+            Some(written) => format!("{written}` (as its config provider resolved it) `"),
+            None => self.value.to_owned(),
+        };
         ConfigError::InvalidValue {
             line: self.line,
             key: self.key.to_owned(),
-            value: self.value.to_owned(),
+            value,
             expected: expected.into(),
         }
     }

@@ -21,6 +21,7 @@ fn raw(value: &str) -> Raw<'_> {
         key: "k",
         value,
         line: 7,
+        written: None,
     }
 }
 
@@ -28,6 +29,7 @@ fn file(line: usize, key: &str) -> Origin {
     Origin::File {
         line,
         key: key.to_owned(),
+        written: None,
     }
 }
 

@@ -27,6 +27,7 @@ fn file(line: usize, key: &str) -> Origin {
     Origin::File {
         line,
         key: key.to_owned(),
+        written: None,
     }
 }
 
@@ -498,8 +499,8 @@ fn warnings() {
     assert_eq!(
         config.warnings(),
         [
+            "line 6: `A.sasl.jaas.config` holds a `${file:…}` placeholder, but `file` is not in `config.providers`; the text is used as written, as Kafka does",
             "line 5: `A.ssl.trustore.location` is not a Kafka client setting (did you mean `ssl.truststore.location`?); it is passed on unchanged",
-            "line 6: `A.sasl.jaas.config` contains a `${...}` placeholder; Strait does not resolve config providers, so the text is used as is",
             "line 7: `replication.policy.separator` has surrounding whitespace, which MM2 keeps as part of the separator; so does Strait",
         ]
     );
