@@ -79,7 +79,7 @@ fn run_to_exit(properties: &str, limit: Duration) -> (Option<bool>, String, Dura
 async fn mirrors_between_sasl_ssl_clusters_with_scram() {
     let clusters = clusters();
     let (source_tls, target_tls) = (secure(&clusters.source), secure(&clusters.target));
-    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let source = client(&clusters.source).await;
     let topic = unique("scram");
     let records = 5_000;
     create_topic(&source, &topic, 2).await;
@@ -101,19 +101,131 @@ async fn mirrors_between_sasl_ssl_clusters_with_scram() {
          replication.factor = 1\n",
         sasl_ssl_lines("source", source_tls, "SCRAM-SHA-256", &source_tls.password),
     );
-    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    let (took, stderr) = mirror_topic(&properties, &[], &topic, records).await;
+    assert!(!stderr.contains(&source_tls.password) && !stderr.contains(&target_tls.password));
+    println!("SASL_SSL/SCRAM mirror: {records} records in {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_from_strimzis_config_providers_mirror_over_sasl_ssl() {
+    let clusters = clusters();
+    let (source_tls, target_tls) = (secure(&clusters.source), secure(&clusters.target));
+    let source = client(&clusters.source).await;
+    let topic = unique("providers");
+    let records = 3_000;
+    create_topic(&source, &topic, 2).await;
+    java_produce(&clusters.source.bootstrap_servers(), &topic, records, 100, "lz4");
+
+    // Where Strimzi mounts a KafkaMirrorMaker2's secrets, under a folder of the test's own.
+    let root = std::env::temp_dir().join(unique("mm2-secrets"));
+    let password_dir = root.join("mm2-password/source/mirror-user");
+    std::fs::create_dir_all(&password_dir).unwrap();
+    std::fs::write(password_dir.join("password"), &source_tls.password).unwrap();
+    let target_file = root.join("target.properties");
+    std::fs::write(
+        &target_file,
+        format!(
+            "bootstrap.servers = {}
+password = {}
+",
+            target_tls.sasl_ssl, target_tls.password
+        ),
+    )
+    .unwrap();
+    let variable = format!("STRAIT_SOURCE_BOOTSTRAP_{}", std::process::id());
+    let (root, file) = (root.display(), target_file.display());
+    let properties = format!(
+        "clusters = source, target
+         config.providers = strimzienv, strimzifile, strimzidir
+         config.providers.strimzienv.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
+         config.providers.strimzienv.param.allowlist.pattern = STRAIT_.*
+         config.providers.strimzifile.class = org.apache.kafka.common.config.provider.FileConfigProvider
+         config.providers.strimzifile.param.allowed.paths = {root}
+         config.providers.strimzidir.class = org.apache.kafka.common.config.provider.DirectoryConfigProvider
+         config.providers.strimzidir.param.allowed.paths = {root}
+         source.bootstrap.servers = ${{strimzienv:{variable}}}
+         source.security.protocol = SASL_SSL
+         source.sasl.mechanism = SCRAM-SHA-256
+         source.sasl.jaas.config = {}
+         source.ssl.truststore.type = PEM
+         source.ssl.truststore.location = {}
+         target.bootstrap.servers = ${{strimzifile:{file}:bootstrap.servers}}
+         target.security.protocol = SASL_SSL
+         target.sasl.mechanism = SCRAM-SHA-512
+         target.sasl.jaas.config = {}
+         target.ssl.truststore.type = PEM
+         target.ssl.truststore.location = {}
+         source->target.enabled = true
+         source->target.topics = {topic}
+         replication.factor = 1
+",
+        scram_jaas(
+            &source_tls.username,
+            &format!("${{strimzidir:{root}/mm2-password/source/mirror-user:password}}")
+        ),
+        source_tls.ca_pem.display(),
+        scram_jaas(&target_tls.username, &format!("${{strimzifile:{file}:password}}")),
+        target_tls.ca_pem.display(),
+    );
+    let env = [(variable.as_str(), source_tls.sasl_ssl.as_str())];
+
+    // check-config resolves the same placeholders, and prints none of their values.
+    let config = std::env::temp_dir().join(format!("{topic}-check.properties"));
     std::fs::write(&config, &properties).unwrap();
+    let output = Command::new(strait_binary())
+        .arg("check-config")
+        .arg(&config)
+        .env(env[0].0, env[0].1)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        !text.contains(&source_tls.password) && !text.contains(&target_tls.password),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("${{strimzienv:{variable}}}")),
+        "shown as written: {text}"
+    );
+    let unset = Command::new(strait_binary())
+        .arg("check-config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let unset = String::from_utf8_lossy(&unset.stderr);
+    assert!(
+        unset.contains(&format!("environment variable `{variable}` is not set")),
+        "{unset}"
+    );
+    let _ = std::fs::remove_file(&config);
+
+    let (took, stderr) = mirror_topic(&properties, &env, &topic, records).await;
+    assert!(!stderr.contains(&source_tls.password) && !stderr.contains(&target_tls.password));
+    println!("SASL_SSL mirror with secrets from config providers: {records} records in {took:?}");
+}
+
+/// Runs `strait run` on `properties` (with the environment variables `env`) until the
+/// `records` records of `topic` are on the target as `source.<topic>`, stops it with SIGTERM and
+/// checks that it exited cleanly with exactly those records copied. Returns how long the copy
+/// took and what the mirror wrote to stderr.
+async fn mirror_topic(properties: &str, env: &[(&str, &str)], topic: &str, records: u64) -> (Duration, String) {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    std::fs::write(&config, properties).unwrap();
     let binary = strait_binary(); // Built on first use: not part of the timing.
     let started = Instant::now();
     let mut mirror = Command::new(binary)
         .arg("run")
         .arg(&config)
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let remote = format!("source.{topic}");
-    let total = end_offsets(&source, &topic).await;
+    let total = end_offsets(&source, topic).await;
     assert_eq!(total, records as i64);
     let deadline = Instant::now() + WAIT;
     while end_offsets(&target, &remote).await < total {
@@ -136,16 +248,15 @@ async fn mirrors_between_sasl_ssl_clusters_with_scram() {
         .status()
         .unwrap();
     let output = mirror.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "a clean stop exits 0: {stderr}");
-    assert!(!stderr.contains(&source_tls.password) && !stderr.contains(&target_tls.password));
     let _ = std::fs::remove_file(&config);
     assert_eq!(
         end_offsets(&target, &remote).await,
         total,
         "exactly the source's records"
     );
-    println!("SASL_SSL/SCRAM mirror: {total} records in {took:?}");
+    (took, stderr)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -248,8 +248,8 @@ impl Provider {
             Provider::File { allowed } => {
                 let path = allowed_path(path, allowed.as_deref(), "a properties file")?;
                 let bytes = std::fs::read(&path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-                let text =
-                    String::from_utf8(bytes).unwrap_or_else(|e| e.into_bytes().iter().map(|&b| char::from(b)).collect());
+                let text = String::from_utf8(bytes)
+                    .unwrap_or_else(|e| e.into_bytes().iter().map(|&b| char::from(b)).collect());
                 let file = Properties::parse(&text).map_err(|e| format!("`{}`: {e}", path.display()))?;
                 file.get(key)
                     .map(|p| p.value.clone())

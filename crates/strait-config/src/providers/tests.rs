@@ -67,16 +67,25 @@ fn strimzis_three_aliases_resolve_passwords_and_servers_and_nothing_prints_them(
     ))
     .unwrap();
     let flow = config.flow("A", "B").unwrap();
-    assert_eq!(flow.source.get(ClientRole::Consumer, "bootstrap.servers"), Some("a1:9092,a2:9092"));
+    assert_eq!(
+        flow.source.get(ClientRole::Consumer, "bootstrap.servers"),
+        Some("a1:9092,a2:9092")
+    );
     let jaas = flow.source.get(ClientRole::Consumer, "sasl.jaas.config").unwrap();
-    assert!(jaas.contains("username=\"mirror-user\" password=\"s3cr3t-from-dir\";"), "{jaas}");
+    assert!(
+        jaas.contains("username=\"mirror-user\" password=\"s3cr3t-from-dir\";"),
+        "{jaas}"
+    );
     let text = config.to_string();
     let json = config.to_json().to_string();
     for shown in [&text, &json, &format!("{config:?}")] {
         assert!(!shown.contains("s3cr3t"), "a resolved secret is printed: {shown}");
     }
     assert!(
-        text.contains(&format!("bootstrap.servers = ${{strimzifile:{}/servers.properties:bootstrap}}", dir.display())),
+        text.contains(&format!(
+            "bootstrap.servers = ${{strimzifile:{}/servers.properties:bootstrap}}",
+            dir.display()
+        )),
         "a resolved value is shown as written: {text}"
     );
     assert!(text.contains("through a config provider"), "{text}");
@@ -106,13 +115,19 @@ fn what_resolves_to_nothing_is_an_error_naming_the_key_and_the_placeholder() {
              resolves to nothing: `{d}/secrets.properties` has no key `bootstrap`"
         )
     );
-    assert!(error(&format!("A.bootstrap.servers = ${{file:{d}/nothing.properties:k}}"))
-        .contains(&format!("cannot read `{d}/nothing.properties`")));
+    assert!(
+        error(&format!("A.bootstrap.servers = ${{file:{d}/nothing.properties:k}}"))
+            .contains(&format!("cannot read `{d}/nothing.properties`"))
+    );
     assert!(error(&format!("A.ssl.key.password = ${{dir:{d}:password}}"))
         .ends_with(&format!("`{d}` holds no file `password`")));
-    assert!(error("A.ssl.key.password = ${dir:/etc:passwd}").contains("is outside the provider's `param.allowed.paths`"));
+    assert!(
+        error("A.ssl.key.password = ${dir:/etc:passwd}").contains("is outside the provider's `param.allowed.paths`")
+    );
     assert!(error(&format!("A.ssl.key.password = ${{dir:{d}/../..:etc}}")).contains("outside"));
-    assert!(error("A.ssl.key.password = ${env:HOME}").contains("not allowed by the provider's `param.allowlist.pattern`"));
+    assert!(
+        error("A.ssl.key.password = ${env:HOME}").contains("not allowed by the provider's `param.allowlist.pattern`")
+    );
     assert!(error("A.ssl.key.password = ${env:ALLOWED_BUT_UNSET_7781}")
         .ends_with("environment variable `ALLOWED_BUT_UNSET_7781` is not set"));
 }
@@ -134,7 +149,11 @@ fn a_malformed_resolved_value_is_reported_as_written() {
 
 #[test]
 fn provider_classes_strait_cannot_run_and_stray_provider_keys_are_refused() {
-    let error = |extra: &str| parse(&format!("A.bootstrap.servers = a:9092\n{extra}")).unwrap_err().to_string();
+    let error = |extra: &str| {
+        parse(&format!("A.bootstrap.servers = a:9092\n{extra}"))
+            .unwrap_err()
+            .to_string()
+    };
     let kubernetes = error(
         "config.providers = secrets\n\
          config.providers.secrets.class = io.strimzi.kafka.KubernetesSecretConfigProvider\n",
@@ -144,8 +163,10 @@ fn provider_classes_strait_cannot_run_and_stray_provider_keys_are_refused() {
             && kubernetes.contains("Kubernetes API"),
         "{kubernetes}"
     );
-    assert!(error("config.providers = vault\nconfig.providers.vault.class = com.example.Vault\n")
-        .contains("Strait runs Kafka's three config providers"));
+    assert!(
+        error("config.providers = vault\nconfig.providers.vault.class = com.example.Vault\n")
+            .contains("Strait runs Kafka's three config providers")
+    );
     assert!(error("config.providers = file\n").contains("provider `file` has no class"));
     assert!(error(&format!("config.providers.file.class = {FILE}\n")).contains("not a provider setting"));
     assert!(error(&format!(
@@ -158,6 +179,9 @@ fn provider_classes_strait_cannot_run_and_stray_provider_keys_are_refused() {
 fn placeholders_of_unconfigured_aliases_stay_as_written_with_a_warning() {
     let config = parse("A.bootstrap.servers = a:9092\nA.ssl.key.password = ${vault:x}\n").unwrap();
     let flow = config.flow("A", "B").unwrap();
-    assert_eq!(flow.source.get(ClientRole::Consumer, "ssl.key.password"), Some("${vault:x}"));
+    assert_eq!(
+        flow.source.get(ClientRole::Consumer, "ssl.key.password"),
+        Some("${vault:x}")
+    );
     assert!(config.warnings()[0].contains("`vault` is not in `config.providers`"));
 }
