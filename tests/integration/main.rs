@@ -8,5 +8,6 @@ mod data_path;
 mod faults;
 mod mirror;
 mod operations;
+mod prometheus;
 mod security;
 mod topology;
