@@ -5,6 +5,7 @@ mod client;
 
 mod checkpoints;
 mod data_path;
+mod deploy;
 mod faults;
 mod mirror;
 mod operations;
