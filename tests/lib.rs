@@ -119,10 +119,28 @@ pub fn strait_binary() -> &'static std::path::Path {
     static BINARY: OnceLock<std::path::PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let output = std::process::Command::new(cargo)
-            .args(["build", "-p", "strait", "--bin", "strait", "--message-format=short"])
-            .output()
-            .expect("running cargo build");
+        let mut build = std::process::Command::new(cargo);
+        let _ = build.args(["build", "-p", "strait", "--bin", "strait", "--message-format=short"]);
+        // What cargo set for this test binary (CARGO_MANIFEST_DIR, CARGO_PKG_NAME, …) must not
+        // reach the inner build: build scripts such as ring's rerun when those change, so the
+        // inner build and the next `cargo test` would each rebuild ring and what depends on it.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            if [
+                "CARGO_MANIFEST_",
+                "CARGO_PKG_",
+                "CARGO_CRATE_",
+                "CARGO_BIN_",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+            ]
+            .iter()
+            .any(|prefix| key.starts_with(prefix))
+            {
+                let _ = build.env_remove(key.as_ref());
+            }
+        }
+        let output = build.output().expect("running cargo build");
         assert!(
             output.status.success(),
             "building strait: {}",

@@ -5,9 +5,11 @@ mod client;
 
 mod checkpoints;
 mod data_path;
+mod deploy;
 mod faults;
 mod mirror;
 mod operations;
 mod page;
+mod prometheus;
 mod security;
 mod topology;
