@@ -429,3 +429,171 @@ async fn mutual_tls_and_sasl_plain() {
         "{text}"
     );
 }
+
+/// Runs `program` with `args`, failing the test with its output when it fails.
+fn run_tool(program: &str, args: &[&str]) {
+    let output = Command::new(program).args(args).output().unwrap_or_else(|e| {
+        panic!("`{program}` cannot run ({e}); it comes with the JDK (keytool) or Debian's openssl")
+    });
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn jks_and_pkcs12_stores_made_by_keytool_connect_with_mutual_tls() {
+    let listeners = secure(&clusters().target);
+    let dir = std::env::temp_dir().join(unique("stores"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).display().to_string();
+    let (store_password, key_password) = ("store-secret-1", "key-secret-2");
+    let ca = listeners.ca_pem.display().to_string();
+    for (kind, file) in [("JKS", "trust.jks"), ("PKCS12", "trust.p12")] {
+        run_tool(
+            "keytool",
+            &[
+                "-importcert",
+                "-noprompt",
+                "-alias",
+                "ca",
+                "-file",
+                &ca,
+                "-keystore",
+                &path(file),
+                "-storetype",
+                kind,
+                "-storepass",
+                store_password,
+            ],
+        );
+    }
+    // The client's key and chain, packed by openssl, then turned by keytool into a JKS store
+    // (whose key has a password of its own) and into a PKCS12 store of Java's making.
+    let client = listeners.client_pem.display().to_string();
+    let packed = path("client-openssl.p12");
+    run_tool(
+        "openssl",
+        &[
+            "pkcs12",
+            "-export",
+            "-in",
+            &client,
+            "-out",
+            &packed,
+            "-name",
+            "client",
+            "-passout",
+            &format!("pass:{store_password}"),
+        ],
+    );
+    run_tool(
+        "keytool",
+        &[
+            "-importkeystore",
+            "-noprompt",
+            "-srckeystore",
+            &packed,
+            "-srcstoretype",
+            "PKCS12",
+            "-srcstorepass",
+            store_password,
+            "-destkeystore",
+            &path("client.jks"),
+            "-deststoretype",
+            "JKS",
+            "-deststorepass",
+            store_password,
+            "-destkeypass",
+            key_password,
+            "-srcalias",
+            "client",
+        ],
+    );
+    run_tool(
+        "keytool",
+        &[
+            "-importkeystore",
+            "-noprompt",
+            "-srckeystore",
+            &packed,
+            "-srcstoretype",
+            "PKCS12",
+            "-srcstorepass",
+            store_password,
+            "-destkeystore",
+            &path("client.p12"),
+            "-deststoretype",
+            "PKCS12",
+            "-deststorepass",
+            store_password,
+        ],
+    );
+
+    let props = |kind: &str, trust: &str, keys: &str, store: &str, key: Option<&str>| {
+        let mut props = vec![
+            ("security.protocol", "SSL".to_string()),
+            ("ssl.truststore.type", kind.to_string()),
+            ("ssl.truststore.location", path(trust)),
+            ("ssl.truststore.password", store_password.to_string()),
+            ("ssl.keystore.type", kind.to_string()),
+            ("ssl.keystore.location", path(keys)),
+            ("ssl.keystore.password", store.to_string()),
+        ];
+        if let Some(key) = key {
+            props.push(("ssl.key.password", key.to_string()));
+        }
+        props
+    };
+    let jks = props("JKS", "trust.jks", "client.jks", store_password, Some(key_password));
+    let pkcs12 = props("PKCS12", "trust.p12", "client.p12", store_password, None);
+    for (kind, props) in [("JKS", &jks), ("PKCS12", &pkcs12)] {
+        let client = connect(&listeners.ssl, props)
+            .await
+            .unwrap_or_else(|e| panic!("mutual TLS with {kind} stores: {e}"));
+        assert!(!client.metadata(Some(&[])).await.unwrap().brokers.is_empty());
+    }
+
+    // Wrong passwords fail at once, naming the key and the store, and never echo a password.
+    let wrong = "not-the-password";
+    let cases = [
+        (
+            props("PKCS12", "trust.p12", "client.p12", wrong, None),
+            "ssl.keystore.location",
+            "client.p12",
+            "wrong password",
+        ),
+        (
+            props("JKS", "trust.jks", "client.jks", wrong, Some(key_password)),
+            "ssl.keystore.location",
+            "client.jks",
+            "wrong password",
+        ),
+        (
+            props("JKS", "trust.jks", "client.jks", store_password, Some(wrong)),
+            "ssl.keystore.location",
+            "client.jks",
+            "wrong key password",
+        ),
+        (
+            props("JKS", "trust.p12", "client.jks", store_password, Some(key_password)),
+            "ssl.truststore.location",
+            "trust.p12",
+            "looks like PKCS12",
+        ),
+    ];
+    for (props, key, file, says) in cases {
+        let error = connect(&listeners.ssl, &props).await.unwrap_err().to_string();
+        assert!(
+            error.contains(key) && error.contains(file) && error.contains(says),
+            "{error}"
+        );
+        assert!(
+            !error.contains(wrong) && !error.contains(store_password) && !error.contains(key_password),
+            "{error}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,7 +5,8 @@
 //! - `connection`: [`BrokerConnection`], one pipelined connection: requests are framed, tagged
 //!   with a correlation id and written by a dedicated task; responses are matched back by id.
 //!   Versions are negotiated per API from ApiVersions. TLS (rustls) and SASL PLAIN or SCRAM
-//!   (`security`, `sasl`, `jaas`, `pem`), configured with the Java client's keys through
+//!   (`security`, `sasl`, `jaas`, `pem`, and `keystore` for JKS and PKCS12 stores), configured
+//!   with the Java client's keys through
 //!   [`Security::from_properties`].
 //! - `client`: [`KafkaClient`], bootstrap, metadata and a shared connection per broker, plus the
 //!   requests the mirror and its tools need (topics, offsets, producer ids; `configs`, `acls`,
@@ -31,6 +32,7 @@ mod error;
 mod fetch;
 mod groups;
 mod jaas;
+mod keystore;
 mod pem;
 mod produce;
 mod sasl;

@@ -1,5 +1,5 @@
 //! Security of a connection, configured with the Java client's keys: TLS (`SSL`, `SASL_SSL`)
-//! with PEM stores, and SASL (`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`) credentials from
+//! with JKS, PKCS12 (`keystore`) or PEM stores, and SASL (`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`) credentials from
 //! `sasl.jaas.config`.
 //!
 //! Secrets (passwords, private keys) never appear in `Debug` output or in error messages:
@@ -15,6 +15,7 @@ use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureSc
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use crate::jaas::parse_jaas_config;
+use crate::keystore::{read_store, JavaStore, StoreType};
 use crate::pem::{parse_pem, PemBlock};
 use crate::{Error, Result};
 
@@ -264,33 +265,55 @@ fn sasl_config<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<SaslConfig>
     })
 }
 
-/// The hint for stores that are not PEM.
-fn convert_hint(store: &str) -> &'static str {
-    if store == "truststore" {
-        "Strait reads PEM trust stores only; set ssl.truststore.type=PEM and export the CA \
-             certificates, e.g. `keytool -exportcert -rfc -keystore truststore.jks -alias CARoot -file ca.pem` \
-             or `openssl pkcs12 -in truststore.p12 -nokeys -out ca.pem`"
-    } else {
-        "Strait reads PEM key stores only; set ssl.keystore.type=PEM and convert, e.g. \
-             `keytool -importkeystore -srckeystore keystore.jks -destkeystore keystore.p12 -deststoretype PKCS12` \
-             then `openssl pkcs12 -in keystore.p12 -nodes -out keystore.pem` (private key and certificate chain)"
+/// A store's type, as `ssl.truststore.type` or `ssl.keystore.type` says: Kafka's default is JKS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StoreKind {
+    Pem,
+    Java(StoreType),
+}
+
+fn store_kind<'a>(get: &impl Fn(&str) -> Option<&'a str>, key: &str) -> Result<StoreKind> {
+    match get(key).map(str::trim).filter(|k| !k.is_empty()).unwrap_or("JKS") {
+        k if k.eq_ignore_ascii_case("PEM") => Ok(StoreKind::Pem),
+        k if k.eq_ignore_ascii_case("JKS") => Ok(StoreKind::Java(StoreType::Jks)),
+        k if k.eq_ignore_ascii_case("PKCS12") => Ok(StoreKind::Java(StoreType::Pkcs12)),
+        other => Err(config_error(
+            key,
+            format!("is {other}; Strait reads JKS (Kafka's default), PKCS12 and PEM stores"),
+        )),
     }
 }
 
-fn require_pem<'a>(get: &impl Fn(&str) -> Option<&'a str>, key: &str, store: &str) -> Result<()> {
-    // Kafka's default store type is JKS.
-    let kind = get(key).map(str::trim).unwrap_or("JKS");
-    if kind.eq_ignore_ascii_case("PEM") {
-        Ok(())
-    } else {
-        Err(Error::Config {
-            key: key.into(),
-            message: format!("is {kind}; {}", convert_hint(store)),
-        })
+/// Inline certificates and keys (`ssl.truststore.certificates`, `ssl.keystore.key`) are PEM,
+/// and Kafka wants the store type to say so.
+fn require_pem<'a>(get: &impl Fn(&str) -> Option<&'a str>, type_key: &str, inline_key: &str) -> Result<()> {
+    match store_kind(get, type_key)? {
+        StoreKind::Pem => Ok(()),
+        StoreKind::Java(kind) => Err(config_error(
+            type_key,
+            format!(
+                "is {}, but {inline_key} holds PEM text: set {type_key}=PEM",
+                kind.name()
+            ),
+        )),
     }
 }
 
-fn read_store(key: &str, path: &str) -> Result<String> {
+/// Reads the Java store of `kind` at `path` (named by `key`), with its passwords.
+fn read_java_store(
+    key: &str,
+    path: &str,
+    kind: StoreType,
+    store_password: Option<&str>,
+    key_password: Option<&str>,
+) -> Result<JavaStore> {
+    let path = path.trim();
+    let bytes = std::fs::read(path).map_err(|e| config_error(key, format!("cannot read `{path}`: {e}")))?;
+    read_store(kind, &bytes, store_password, key_password)
+        .map_err(|message| config_error(key, format!("`{path}` ({} store): {message}", kind.name())))
+}
+
+fn read_text(key: &str, path: &str) -> Result<String> {
     std::fs::read_to_string(path.trim()).map_err(|e| config_error(key, format!("cannot read `{}`: {e}", path.trim())))
 }
 
@@ -364,12 +387,24 @@ fn trust_roots<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<(RootCertSt
             };
             return Ok((roots, false));
         }
-        (Some(path), None) => {
-            require_pem(get, "ssl.truststore.type", "truststore")?;
-            ("ssl.truststore.location", read_store("ssl.truststore.location", path)?)
-        }
+        (Some(path), None) => match store_kind(get, "ssl.truststore.type")? {
+            StoreKind::Pem => ("ssl.truststore.location", read_text("ssl.truststore.location", path)?),
+            StoreKind::Java(kind) => {
+                let store = read_java_store("ssl.truststore.location", path, kind, password, None)?;
+                if store.trusted.is_empty() {
+                    return Err(config_error(
+                        "ssl.truststore.location",
+                        format!(
+                            "`{}` holds no trusted certificate entry (import the CA with keytool -importcert)",
+                            path.trim()
+                        ),
+                    ));
+                }
+                return add_roots("ssl.truststore.location", store.trusted);
+            }
+        },
         (None, Some(pem)) => {
-            require_pem(get, "ssl.truststore.type", "truststore")?;
+            require_pem(get, "ssl.truststore.type", "ssl.truststore.certificates")?;
             ("ssl.truststore.certificates", pem.to_owned())
         }
     };
@@ -380,8 +415,12 @@ fn trust_roots<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<(RootCertSt
         ));
     }
     let blocks = parse_pem(&pem).map_err(|message| config_error(key, message))?;
+    add_roots(key, certificates(key, &blocks)?)
+}
+
+fn add_roots(key: &str, certificates: Vec<CertificateDer<'static>>) -> Result<(RootCertStore, bool)> {
     let mut roots = RootCertStore::empty();
-    for (i, certificate) in certificates(key, &blocks)?.into_iter().enumerate() {
+    for (i, certificate) in certificates.into_iter().enumerate() {
         roots
             .add(certificate)
             .map_err(|e| config_error(key, format!("certificate #{}: {e}", i + 1)))?;
@@ -425,13 +464,48 @@ fn client_certificate<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<Opti
                 "is required with ssl.keystore.certificate.chain",
             ))
         }
-        (Some(path), None, None) => {
-            require_pem(get, "ssl.keystore.type", "keystore")?;
-            let pem = read_store("ssl.keystore.location", path)?;
-            ("ssl.keystore.location", pem.clone(), "ssl.keystore.location", pem)
-        }
+        (Some(path), None, None) => match store_kind(get, "ssl.keystore.type")? {
+            StoreKind::Pem => {
+                let pem = read_text("ssl.keystore.location", path)?;
+                ("ssl.keystore.location", pem.clone(), "ssl.keystore.location", pem)
+            }
+            StoreKind::Java(kind) => {
+                if store_password.is_none() {
+                    return Err(config_error(
+                        "ssl.keystore.password",
+                        format!(
+                            "is required to read the {} key store at ssl.keystore.location",
+                            kind.name()
+                        ),
+                    ));
+                }
+                let mut store = read_java_store("ssl.keystore.location", path, kind, store_password, key_password)?;
+                return match store.keys.len() {
+                    1 => {
+                        let (_, chain, key) = store.keys.remove(0);
+                        Ok(Some((chain, key)))
+                    }
+                    0 => Err(config_error(
+                        "ssl.keystore.location",
+                        format!("`{}` holds no private key entry", path.trim()),
+                    )),
+                    _ => {
+                        let aliases: Vec<&str> = store.keys.iter().map(|(alias, _, _)| alias.as_str()).collect();
+                        Err(config_error(
+                            "ssl.keystore.location",
+                            format!(
+                                "`{}` holds {} private keys ({}); Strait needs exactly one",
+                                path.trim(),
+                                aliases.len(),
+                                aliases.join(", ")
+                            ),
+                        ))
+                    }
+                };
+            }
+        },
         (None, Some(key), Some(chain)) => {
-            require_pem(get, "ssl.keystore.type", "keystore")?;
+            require_pem(get, "ssl.keystore.type", "ssl.keystore.key")?;
             (
                 "ssl.keystore.key",
                 key.to_owned(),
@@ -706,22 +780,39 @@ mod tests {
     }
 
     #[test]
-    fn java_stores_get_a_conversion_hint() {
+    fn java_stores_are_read_as_kafka_reads_them_and_other_types_refused() {
+        // JKS is Kafka's default type: an untyped trust store is read as one.
         let (key, message) = config_key(Security::from_properties(&props(&[
             ("security.protocol", "SSL"),
-            ("ssl.truststore.location", "/etc/kafka/truststore.jks"),
+            ("ssl.truststore.location", "/nonexistent/truststore.jks"),
             ("ssl.truststore.password", "changeit"),
         ])));
-        assert_eq!(key, "ssl.truststore.type");
-        assert!(message.contains("is JKS") && message.contains("keytool"), "{message}");
+        assert_eq!(key, "ssl.truststore.location");
+        assert!(
+            message.contains("cannot read `/nonexistent/truststore.jks`"),
+            "{message}"
+        );
         assert!(!message.contains("changeit"));
         let (key, message) = config_key(Security::from_properties(&props(&[
             ("security.protocol", "SSL"),
             ("ssl.keystore.type", "PKCS12"),
             ("ssl.keystore.location", "/etc/kafka/keystore.p12"),
         ])));
-        assert_eq!(key, "ssl.keystore.type");
-        assert!(message.contains("openssl pkcs12"), "{message}");
+        assert_eq!(key, "ssl.keystore.password");
+        assert!(message.contains("required to read the PKCS12 key store"), "{message}");
+        let (key, message) = config_key(Security::from_properties(&props(&[
+            ("security.protocol", "SSL"),
+            ("ssl.truststore.type", "JCEKS"),
+            ("ssl.truststore.location", "/etc/kafka/truststore.jceks"),
+        ])));
+        assert_eq!(key, "ssl.truststore.type");
+        assert!(message.contains("JKS (Kafka's default), PKCS12 and PEM"), "{message}");
+        let (key, message) = config_key(Security::from_properties(&props(&[
+            ("security.protocol", "SSL"),
+            ("ssl.truststore.certificates", "-----BEGIN CERTIFICATE-----"),
+        ])));
+        assert_eq!(key, "ssl.truststore.type");
+        assert!(message.contains("set ssl.truststore.type=PEM"), "{message}");
     }
 
     #[test]
