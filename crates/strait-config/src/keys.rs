@@ -333,6 +333,39 @@ const PRODUCER_BATCH_KEYS: &[(&str, &str)] = &[
     ("buffer.memory", WHY_PROCESS_MEMORY),
 ];
 
+/// MM2 connector keys that Strait validates and shows but that change nothing, with the reason.
+const CONNECTOR_KEYS_WITHOUT_EFFECT: &[(&str, &str)] = &[
+    (
+        "offset.lag.max",
+        "Strait writes an offset sync for every forwarded batch, which translates at least as precisely as any offset.lag.max",
+    ),
+    (
+        "refresh.groups.enabled",
+        "Strait lists the source's consumer groups at every checkpoint round (emit.checkpoints.interval.seconds)",
+    ),
+    (
+        "refresh.groups.interval.seconds",
+        "Strait lists the source's consumer groups at every checkpoint round (emit.checkpoints.interval.seconds)",
+    ),
+    (
+        "admin.timeout.ms",
+        "Strait's admin requests time out after the admin client's request.timeout.ms (`<alias>.admin.request.timeout.ms`)",
+    ),
+    (
+        "consumer.poll.timeout.ms",
+        "Strait has no poll loop: a Fetch waits at most fetch.max.wait.ms (`<alias>.consumer.fetch.max.wait.ms`)",
+    ),
+];
+
+/// Why an MM2 connector key changes nothing in Strait, if it is one of
+/// [`CONNECTOR_KEYS_WITHOUT_EFFECT`].
+pub(crate) fn connector_key_without_effect(name: &str) -> Option<&'static str> {
+    CONNECTOR_KEYS_WITHOUT_EFFECT
+        .iter()
+        .find(|(k, _)| *k == name)
+        .map(|&(_, why)| why)
+}
+
 /// Why a producer key has no effect on forwarded batches, if it is one of
 /// [`PRODUCER_BATCH_KEYS`].
 pub(crate) fn ignored_producer_reason(name: &str) -> Option<&'static str> {

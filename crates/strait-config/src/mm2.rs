@@ -13,11 +13,12 @@ use crate::error::{ConfigError, Result};
 use crate::filter::{ConfigPropertyFilter, GroupFilter, PatternList, TopicFilter, UseDefaultsFrom};
 use crate::flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule};
 use crate::keys::{
-    connector_key, deprecated_key, ignored_producer_reason, ignored_reason, is_connection_key, known_names,
-    scoped_strait_key, suggest, unknown_security_key, Kind, BUFFER_MEMORY, CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY,
-    DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS, DEFAULT_PRODUCERS_PER_BROKER, DEFAULT_SHUTDOWN_TIMEOUT_MS,
-    DEPRECATED_KEYS, FETCHERS_PER_BROKER, HTTP_LISTENER, IDENTITY_POLICY_CLASS, MAX_CONNECTIONS_PER_BROKER,
-    MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, ROLE_PREFIXES, SHUTDOWN_TIMEOUT, STRAIT_KEYS,
+    connector_key, connector_key_without_effect, deprecated_key, ignored_producer_reason, ignored_reason,
+    is_connection_key, known_names, scoped_strait_key, suggest, unknown_security_key, Kind, BUFFER_MEMORY,
+    CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS,
+    DEFAULT_PRODUCERS_PER_BROKER, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEPRECATED_KEYS, FETCHERS_PER_BROKER, HTTP_LISTENER,
+    IDENTITY_POLICY_CLASS, MAX_CONNECTIONS_PER_BROKER, MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, ROLE_PREFIXES,
+    SHUTDOWN_TIMEOUT, STRAIT_KEYS,
 };
 use crate::policy::{PolicyKind, ReplicationPolicy};
 use crate::properties::{Properties, Property};
@@ -619,6 +620,16 @@ impl<'p> Scopes<'p> {
         let raw = Raw::from(prop);
         if let Some(def) = connector_key(name) {
             raw.check(def.kind)?;
+            if let Some(why) = connector_key_without_effect(name) {
+                self.ignore(prop, why);
+            }
+            if name == "emit.offset-syncs.enabled" && !raw.bool()? {
+                self.warn(
+                    prop,
+                    "is false: without offset syncs no offset can be translated, so checkpoints and group offset sync \
+                     stop with them, as in MM2",
+                );
+            }
             if matches!(def.kind, Kind::Separator) && java_trim(&prop.value) != prop.value {
                 self.warn(
                     prop,

@@ -1021,3 +1021,37 @@ fn errors_strait_process_keys() {
         "line 4: unknown key `strait.fetcher.per.broker` (did you mean `strait.fetchers.per.broker`?)"
     );
 }
+
+#[test]
+fn connector_keys_that_change_nothing_are_listed_and_no_offset_syncs_warns() {
+    let config = two("A->B.enabled = true\n\
+         offset.lag.max = 1\n\
+         A->B.refresh.groups.interval.seconds = 5\n\
+         admin.timeout.ms = 1000\n\
+         consumer.poll.timeout.ms = 100\n\
+         A->B.emit.offset-syncs.enabled = false\n");
+    let ignored: Vec<&str> = config.ignored().iter().map(|i| i.key.as_str()).collect();
+    assert_eq!(
+        ignored,
+        [
+            "offset.lag.max",
+            "A->B.refresh.groups.interval.seconds",
+            "admin.timeout.ms",
+            "consumer.poll.timeout.ms"
+        ]
+    );
+    assert!(config.ignored()[0]
+        .reason
+        .contains("offset sync for every forwarded batch"));
+    assert!(
+        config
+            .warnings()
+            .iter()
+            .any(|w| w.contains("checkpoints and group offset sync stop")),
+        "{:?}",
+        config.warnings()
+    );
+    assert!(two("A->B.enabled = true\nemit.offset-syncs.enabled = true\n")
+        .warnings()
+        .is_empty());
+}
