@@ -395,13 +395,14 @@ pub fn free_port() -> u16 {
     strait_testkit::free_port().expect("a free port")
 }
 
-/// `GET path` over HTTP/1.1 from `127.0.0.1:port`: the status code and body, or `None` if
-/// nothing listens there (yet).
+/// `GET path` over HTTP/1.0 from `127.0.0.1:port`: the status code and body, or `None` if
+/// nothing listens there (yet). HTTP/1.0, so that no server (Strait's, Prometheus's Go server)
+/// answers with a chunked body, and the connection closes after the answer.
 pub async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let exchange = async {
         let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
-        let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
         stream.write_all(request.as_bytes()).await.ok()?;
         let mut response = String::new();
         stream.read_to_string(&mut response).await.ok()?;
@@ -433,4 +434,26 @@ pub async fn scrape(port: u16) -> String {
     let (code, body) = http_get(port, "/metrics").await.expect("/metrics answers");
     assert_eq!(code, 200, "{body}");
     body
+}
+
+/// Deletes the records of partition 0 of `topic` below `offset` on the cluster at `bootstrap`
+/// (as retention would), with Kafka's own `DeleteRecordsCommand`; returns its output.
+pub async fn delete_records_below(bootstrap: &str, topic: &str, offset: i64) -> Output {
+    let file = std::env::temp_dir().join(format!("{topic}-delete.json"));
+    std::fs::write(
+        &file,
+        format!(r#"{{"version":1,"partitions":[{{"topic":"{topic}","partition":0,"offset":{offset}}}]}}"#),
+    )
+    .unwrap();
+    let (bootstrap, file_arg) = (bootstrap.to_owned(), file.display().to_string());
+    let output = tokio::task::spawn_blocking(move || {
+        java_tool(
+            "org.apache.kafka.tools.DeleteRecordsCommand",
+            &["--bootstrap-server", &bootstrap, "--offset-json-file", &file_arg],
+        )
+    })
+    .await
+    .unwrap();
+    let _ = std::fs::remove_file(&file);
+    output
 }

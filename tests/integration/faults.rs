@@ -308,24 +308,8 @@ async fn records_deleted_at_the_source_before_they_were_mirrored_are_reported_as
     // While the mirror is down, 1000 more arrive and retention (here DeleteRecords) removes
     // everything below offset 1500: offsets 1000..=1499 were never mirrored.
     write_numbered_from(&source, &topic, 1, 10, 10, 100).await;
-    let offsets = std::env::temp_dir().join(format!("{topic}.json"));
-    std::fs::write(
-        &offsets,
-        format!(r#"{{"version":1,"partitions":[{{"topic":"{topic}","partition":0,"offset":1500}}]}}"#),
-    )
-    .unwrap();
-    let offsets_arg = offsets.display().to_string();
-    let bootstrap = clusters.source.bootstrap_servers();
-    let output = tokio::task::spawn_blocking(move || {
-        java_tool(
-            "org.apache.kafka.tools.DeleteRecordsCommand",
-            &["--bootstrap-server", &bootstrap, "--offset-json-file", &offsets_arg],
-        )
-    })
-    .await
-    .unwrap();
+    let output = delete_records_below(&clusters.source.bootstrap_servers(), &topic, 1500).await;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let _ = std::fs::remove_file(&offsets);
 
     let mirror = start_mirror(&properties);
     wait_until_complete(&target, &remote, 1500).await;

@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use strait_testkit::{debian_program, Guarded, ScratchDir};
 use strait_tests::*;
@@ -69,7 +68,7 @@ async fn prometheus_rules_and_grafana_dashboard_evaluate_against_a_running_mirro
     // before; the restarted mirror reports 500 (and the fetch's OFFSET_OUT_OF_RANGE error).
     assert!(mirror.terminate(), "strait did not stop cleanly");
     write_numbered_from(&source, &topic, 1, 10, 10, 100).await;
-    delete_records_below(&topic, 1500).await;
+    delete_records_below(&clusters.source.bootstrap_servers(), &topic, 1500).await;
     let _mirror = StraitProcess::start(&run);
     wait_until_complete(&target, &remote, 1500).await;
     wait_until("the StraitGapSeen alert firing for the topic", || async {
@@ -177,7 +176,7 @@ impl PrometheusServer {
 
     /// The JSON answer of `GET path`, or `None` while Prometheus does not answer.
     async fn api(&self, path: &str) -> Option<serde_json::Value> {
-        let (_, body) = http_get_1_0(self.port, path).await?;
+        let (_, body) = http_get(self.port, path).await?;
         serde_json::from_str(&body).ok()
     }
 
@@ -190,26 +189,6 @@ impl PrometheusServer {
     }
 }
 
-/// `GET path` over HTTP/1.0: Prometheus (Go's server) then sends the body as it is, not in
-/// chunks, and closes the connection.
-async fn http_get_1_0(port: u16, path: &str) -> Option<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
-        let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.ok()?;
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response).await.ok()?;
-        let (head, body) = response.split_once("\r\n\r\n")?;
-        let code = head.split_whitespace().nth(1)?.parse().ok()?;
-        Some((code, body.to_owned()))
-    };
-    tokio::time::timeout(Duration::from_secs(10), exchange)
-        .await
-        .ok()
-        .flatten()
-}
-
 /// `text` for a URL's query string: everything but RFC 3986's unreserved characters as `%XX`.
 fn percent_encode(text: &str) -> String {
     text.bytes()
@@ -218,28 +197,6 @@ fn percent_encode(text: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-/// Deletes the records of partition 0 of `topic` below `offset` at the source (as retention
-/// would), with Kafka's own tool.
-async fn delete_records_below(topic: &str, offset: i64) {
-    let file = std::env::temp_dir().join(format!("{topic}-delete.json"));
-    std::fs::write(
-        &file,
-        format!(r#"{{"version":1,"partitions":[{{"topic":"{topic}","partition":0,"offset":{offset}}}]}}"#),
-    )
-    .unwrap();
-    let bootstrap = clusters().source.bootstrap_servers();
-    let file_arg = file.display().to_string();
-    let _ = tokio::task::spawn_blocking(move || {
-        java_tool(
-            "org.apache.kafka.tools.DeleteRecordsCommand",
-            &["--bootstrap-server", &bootstrap, "--offset-json-file", &file_arg],
-        )
-    })
-    .await
-    .unwrap();
-    let _ = std::fs::remove_file(&file);
 }
 
 /// The names of the `record:` and `alert:` rules of a rules file.

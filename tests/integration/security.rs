@@ -489,9 +489,9 @@ async fn jks_and_pkcs12_stores_made_by_keytool_connect_with_mutual_tls() {
             &format!("pass:{store_password}"),
         ],
     );
-    run_tool(
-        "keytool",
-        &[
+    let import = |file: &str, kind: &str, key_pass: &[&str]| {
+        let destination = path(file);
+        let mut args = vec![
             "-importkeystore",
             "-noprompt",
             "-srckeystore",
@@ -501,36 +501,21 @@ async fn jks_and_pkcs12_stores_made_by_keytool_connect_with_mutual_tls() {
             "-srcstorepass",
             store_password,
             "-destkeystore",
-            &path("client.jks"),
+            &destination,
             "-deststoretype",
-            "JKS",
+            kind,
             "-deststorepass",
             store_password,
-            "-destkeypass",
-            key_password,
-            "-srcalias",
-            "client",
-        ],
+        ];
+        args.extend_from_slice(key_pass);
+        run_tool("keytool", &args);
+    };
+    import(
+        "client.jks",
+        "JKS",
+        &["-destkeypass", key_password, "-srcalias", "client"],
     );
-    run_tool(
-        "keytool",
-        &[
-            "-importkeystore",
-            "-noprompt",
-            "-srckeystore",
-            &packed,
-            "-srcstoretype",
-            "PKCS12",
-            "-srcstorepass",
-            store_password,
-            "-destkeystore",
-            &path("client.p12"),
-            "-deststoretype",
-            "PKCS12",
-            "-deststorepass",
-            store_password,
-        ],
-    );
+    import("client.p12", "PKCS12", &[]);
 
     let props = |kind: &str, trust: &str, keys: &str, store: &str, key: Option<&str>| {
         let mut props = vec![
