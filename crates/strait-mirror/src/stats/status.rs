@@ -6,6 +6,17 @@ use super::Stats;
 use crate::internal_topics::now_ms;
 
 impl Stats {
+    /// The flow's periodic tasks as `/status` shows them: each with its state (`running` or
+    /// `failing`) and last error.
+    pub fn tasks_status(&self) -> Value {
+        let tasks = self.tasks.lock().expect("stats lock");
+        let tasks = tasks.iter().map(|(&task, failing)| {
+            let state = if failing.is_some() { "failing" } else { "running" };
+            (task.to_owned(), json!({ "state": state, "last_error": failing }))
+        });
+        Value::Object(tasks.collect())
+    }
+
     /// The flow as `/status` shows it: state, last error, the last errors with their time,
     /// counters, periodic tasks, and every partition.
     /// Holds no configuration, so no secret can leak through it.
@@ -45,12 +56,7 @@ impl Stats {
             "gap_records": self.gap_records(),
             "last_heartbeat_ms": self.last_heartbeat_ms(),
             "recent_errors": self.recent_errors(),
-            "tasks": self.tasks.lock().expect("stats lock").iter().map(|(&task, failing)| {
-                (task.to_owned(), json!({
-                    "state": if failing.is_some() { "failing" } else { "running" },
-                    "last_error": failing,
-                }))
-            }).collect::<serde_json::Map<_, _>>(),
+            "tasks": self.tasks_status(),
             "partitions": partitions,
         })
     }

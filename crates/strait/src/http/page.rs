@@ -61,7 +61,7 @@ async fn overview(State(site): State<Site>) -> Json<Value> {
                 "gap_records": stats.gap_records(),
                 "last_heartbeat_ms": stats.last_heartbeat_ms(),
                 "summary": stats.summary(),
-                "tasks": stats.status()["tasks"].take(),
+                "tasks": stats.tasks_status(),
                 "recent_errors": stats.recent_errors(),
                 "samples": site.history.samples(index),
             })
