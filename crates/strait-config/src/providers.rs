@@ -69,8 +69,7 @@ pub(crate) fn is_provider_key(key: &str) -> bool {
 /// [`ConfigError::Refused`] for a provider class Strait does not run, a missing class or an
 /// unknown provider key; [`ConfigError::Provider`] for a placeholder that resolves to nothing.
 pub(crate) fn resolve(props: Properties) -> Result<(Properties, Vec<String>)> {
-    let providers = providers(&props)?;
-    let mut warnings = Vec::new();
+    let (providers, mut warnings) = providers(&props)?;
     let mut resolved = Properties::default();
     for prop in props.iter() {
         if is_provider_key(&prop.key) || !prop.value.contains("${") {
@@ -103,8 +102,9 @@ fn refused(prop: &Property, reason: impl Into<String>) -> ConfigError {
     }
 }
 
-/// The providers `config.providers` names, with their parameters.
-fn providers(props: &Properties) -> Result<BTreeMap<String, Provider>> {
+/// The providers `config.providers` names, with their parameters, and a warning for each
+/// parameter the provider does not take.
+fn providers(props: &Properties) -> Result<(BTreeMap<String, Provider>, Vec<String>)> {
     let aliases: Vec<String> = props
         .get(CONFIG_PROVIDERS)
         .map(|p| java_list(&p.value).into_iter().map(str::to_owned).collect())
@@ -128,6 +128,7 @@ fn providers(props: &Properties) -> Result<BTreeMap<String, Provider>> {
         }
     }
     let mut providers = BTreeMap::new();
+    let mut warnings = Vec::new();
     for alias in aliases {
         let class_key = format!("config.providers.{alias}.class");
         let Some(class) = props.get(&class_key) else {
@@ -173,9 +174,22 @@ fn providers(props: &Properties) -> Result<BTreeMap<String, Provider>> {
                 return Err(refused(class, reason));
             }
         };
+        let takes = match provider {
+            Provider::File { .. } | Provider::Directory { .. } => "allowed.paths",
+            Provider::Env { .. } => "allowlist.pattern",
+        };
+        let prefix = format!("config.providers.{alias}.param.");
+        for prop in props.iter() {
+            if prop.key.strip_prefix(&prefix).is_some_and(|name| name != takes) {
+                warnings.push(format!(
+                    "line {}: `{}` is ignored: this provider takes only `{prefix}{takes}`",
+                    prop.line, prop.key
+                ));
+            }
+        }
         providers.insert(alias, provider);
     }
-    Ok(providers)
+    Ok((providers, warnings))
 }
 
 /// A placeholder: `${alias:path:key}` or `${alias:key}`, as Kafka's `ConfigTransformer` reads

@@ -185,3 +185,29 @@ fn placeholders_of_unconfigured_aliases_stay_as_written_with_a_warning() {
     );
     assert!(config.warnings()[0].contains("`vault` is not in `config.providers`"));
 }
+
+#[test]
+fn parameters_a_provider_does_not_take_are_named_in_a_warning() {
+    let config = parse(&format!(
+        "A.bootstrap.servers = a:9092
+         config.providers = file, env
+         config.providers.file.class = {FILE}
+         config.providers.file.param.allowed.paths = /etc
+         config.providers.file.param.allowlist.pattern = X
+         config.providers.env.class = {ENV}
+         config.providers.env.param.allowlist.pattern = X
+         config.providers.env.param.cache.ttl.ms = 5
+"
+    ))
+    .unwrap();
+    let ignored: Vec<&String> = config.warnings().iter().filter(|w| w.contains("is ignored")).collect();
+    assert_eq!(ignored.len(), 2, "{:?}", config.warnings());
+    assert!(
+        ignored[0].contains("`config.providers.file.param.allowlist.pattern`"),
+        "{ignored:?}"
+    );
+    assert!(
+        ignored[1].contains("`config.providers.env.param.cache.ttl.ms`"),
+        "{ignored:?}"
+    );
+}
