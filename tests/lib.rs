@@ -17,7 +17,14 @@ pub struct Clusters {
     pub source: KafkaCluster,
     /// The cluster mirrored to.
     pub target: KafkaCluster,
+    /// The identity provider whose tokens the source's OAUTHBEARER listener accepts.
+    pub identity_provider: strait_testkit::OidcServer,
 }
+
+/// How long the identity provider's tokens are valid: short, so that a test outlives some.
+pub const TOKEN_LIFETIME: Duration = Duration::from_secs(12);
+/// The source's OAUTHBEARER listener ends sessions after this unless the client re-authenticates.
+pub const REAUTHENTICATION: Duration = Duration::from_secs(4);
 
 /// Starts the shared clusters on first use (both at once, to halve the wait).
 pub fn clusters() -> &'static Clusters {
@@ -31,20 +38,32 @@ pub fn clusters() -> &'static Clusters {
     }
     CLUSTERS.get_or_init(|| {
         // The log cleaner wakes up often so that compaction tests need not wait 15 s. Secure
-        // listeners (SASL_SSL, SSL, SASL_PLAINTEXT) sit beside PLAINTEXT for the security tests.
+        // listeners (SASL_SSL, SSL, SASL_PLAINTEXT) sit beside PLAINTEXT for the security tests,
+        // and the source has an OAUTHBEARER listener too.
         let options = |name| {
             strait_testkit::ClusterOptions::new(name)
                 .property("log.cleaner.backoff.ms", "300")
                 .secure()
         };
-        let source = std::thread::spawn(move || KafkaCluster::start_with(options("source")));
+        let identity_provider = strait_testkit::OidcServer::start(
+            "strait-mirror",
+            &format!("secret-{}", uuid::Uuid::new_v4().simple()),
+            TOKEN_LIFETIME,
+        )
+        .unwrap_or_else(|e| panic!("starting the identity provider: {e}"));
+        let source_options = options("source").oauth(&identity_provider, REAUTHENTICATION);
+        let source = std::thread::spawn(move || KafkaCluster::start_with(source_options));
         let target =
             KafkaCluster::start_with(options("target")).unwrap_or_else(|e| panic!("starting the target cluster: {e}"));
         let source = source
             .join()
             .expect("source start thread")
             .unwrap_or_else(|e| panic!("starting the source cluster: {e}"));
-        Clusters { source, target }
+        Clusters {
+            source,
+            target,
+            identity_provider,
+        }
     })
 }
 

@@ -8,6 +8,7 @@ mod data_path;
 mod deploy;
 mod faults;
 mod mirror;
+mod oauth;
 mod operations;
 mod page;
 mod prometheus;

@@ -185,9 +185,12 @@ impl KafkaClient {
                 }
                 // Wrong credentials, an untrusted certificate or bad settings fail the same way
                 // at every broker: say so instead of "none answered".
-                Err(error @ (Error::Authentication(_) | Error::Tls { .. } | Error::Config { .. })) => {
-                    return Err(error)
-                }
+                Err(
+                    error @ (Error::Authentication(_)
+                    | Error::Tls { .. }
+                    | Error::Config { .. }
+                    | Error::TokenEndpoint { .. }),
+                ) => return Err(error),
                 Err(error) => {
                     tracing::debug!(%address, %error, "broker not reachable");
                     last_error = Some(error);

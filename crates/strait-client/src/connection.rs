@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::sasl::{client_nonce, plain_message, ScramClient};
-use crate::security::{tls_error, SaslConfig, SaslMechanism, Security, TlsConfig};
+use crate::security::{tls_error, SaslConfig, SaslCredentials, SaslMechanism, Security, TlsConfig};
 use crate::versions::client_versions;
 use crate::{AuthenticationFailure, Error, KafkaCode, Result};
 
@@ -102,6 +102,9 @@ struct Shared {
     closing: Arc<Notify>,
     /// Set once, right after connecting, from ApiVersions.
     versions: std::sync::OnceLock<HashMap<i16, VersionRange>>,
+    /// Requests are queued under a shared hold; a re-authentication (KIP-368) takes it alone,
+    /// so that no other request comes between its SASL messages.
+    gate: tokio::sync::RwLock<()>,
 }
 
 /// A pipelined connection to one broker. Cheap to clone; all clones share the socket.
@@ -155,6 +158,7 @@ impl BrokerConnection {
                 writer,
                 closing: Arc::new(Notify::new()),
                 versions: std::sync::OnceLock::new(),
+                gate: tokio::sync::RwLock::new(()),
             }),
         };
         connection.shared.config.counter.0.fetch_add(1, Ordering::Relaxed);
@@ -176,7 +180,9 @@ impl BrokerConnection {
             .set(versions)
             .expect("versions are negotiated once");
         if let Some(sasl) = sasl {
-            connection.authenticate(&sasl).await?;
+            if let Some(lifetime) = connection.authenticate(&sasl).await? {
+                tokio::spawn(reauthenticate(Arc::downgrade(&connection.shared), sasl, lifetime));
+            }
         }
         Ok(connection)
     }
@@ -216,14 +222,18 @@ impl BrokerConnection {
     }
 
     /// SaslHandshake v1, then the mechanism's messages in SaslAuthenticate requests (KIP-152).
-    async fn authenticate(&self, sasl: &SaslConfig) -> Result<()> {
+    /// Returns the session's lifetime if the broker limits it (`connections.max.reauth.ms`, or
+    /// an OAUTHBEARER token's expiry; KIP-368): the connection must authenticate again before
+    /// it ends, or the broker closes it.
+    async fn authenticate(&self, sasl: &SaslConfig) -> Result<Option<Duration>> {
         let broker = &self.shared.broker;
         let mechanism = sasl.mechanism.name();
+        let principal = sasl.principal();
         let failed = |code: ResponseError, message: Option<String>, hint: &'static str| {
             Error::Authentication(Box::new(AuthenticationFailure {
                 broker: broker.clone(),
                 mechanism,
-                username: sasl.username.clone(),
+                username: principal.clone(),
                 code: KafkaCode(code),
                 message,
                 hint,
@@ -231,12 +241,17 @@ impl BrokerConnection {
         };
         // Our own SCRAM checks failing count as the broker refusing the credentials would.
         const SASL_AUTHENTICATION_FAILED: ResponseError = ResponseError::SaslAuthenticationFailed;
-        const CHECK_CREDENTIALS: &str =
-            "check the username and password in sasl.jaas.config, and that the user exists for sasl.mechanism";
+        let hint = match sasl.mechanism {
+            SaslMechanism::OAuthBearer => {
+                "check that the identity provider's tokens suit the broker (issuer, audience, scope, sub) and that \
+                 the broker can reach its JWKS endpoint"
+            }
+            _ => "check the username and password in sasl.jaas.config, and that the user exists for sasl.mechanism",
+        };
 
         self.version(ApiKey::SaslHandshake)?;
         let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism));
-        let response: SaslHandshakeResponse = self.send_version(&request, 1).await?;
+        let response: SaslHandshakeResponse = self.sasl_exchange(&request, 1).await?;
         if let Some(code) = ResponseError::try_from_code(response.error_code) {
             let enabled: Vec<&str> = response.mechanisms.iter().map(|m| m.as_str()).collect();
             return Err(failed(
@@ -246,21 +261,23 @@ impl BrokerConnection {
             ));
         }
         let version = self.version(ApiKey::SaslAuthenticate)?;
-        match sasl.mechanism {
-            SaslMechanism::Plain => {
-                self.sasl_round(plain_message(&sasl.username, &sasl.password), version, &failed)
-                    .await?;
+        let round = |message: Vec<u8>| self.sasl_round(message, version, &failed, hint);
+        let lifetime_ms = match &sasl.credentials {
+            SaslCredentials::Password { username, password, .. } if sasl.mechanism == SaslMechanism::Plain => {
+                round(plain_message(username, password)).await?.1
             }
-            SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
-                let nonce =
-                    client_nonce().map_err(|m| failed(SASL_AUTHENTICATION_FAILED, Some(m), CHECK_CREDENTIALS))?;
-                let mut scram =
-                    ScramClient::new(sasl.mechanism, &sasl.username, &sasl.password, &sasl.extensions, nonce);
-                let server_first = self.sasl_round(scram.client_first(), version, &failed).await?;
+            SaslCredentials::Password {
+                username,
+                password,
+                extensions,
+            } => {
+                let nonce = client_nonce().map_err(|m| failed(SASL_AUTHENTICATION_FAILED, Some(m), hint))?;
+                let mut scram = ScramClient::new(sasl.mechanism, username, password, extensions, nonce);
+                let (server_first, _) = round(scram.client_first()).await?;
                 let client_final = scram
                     .client_final(&server_first)
-                    .map_err(|m| failed(SASL_AUTHENTICATION_FAILED, Some(m), CHECK_CREDENTIALS))?;
-                let server_final = self.sasl_round(client_final, version, &failed).await?;
+                    .map_err(|m| failed(SASL_AUTHENTICATION_FAILED, Some(m), hint))?;
+                let (server_final, lifetime_ms) = round(client_final).await?;
                 scram.verify_server_final(&server_final).map_err(|m| {
                     failed(
                         SASL_AUTHENTICATION_FAILED,
@@ -268,29 +285,59 @@ impl BrokerConnection {
                         "the broker is not who it claims to be, or the credentials differ",
                     )
                 })?;
+                lifetime_ms
             }
-        }
-        tracing::debug!(%broker, mechanism, user = %sasl.username, "authenticated");
-        Ok(())
+            SaslCredentials::OAuthBearer(oauth) => {
+                let token = oauth.token().await?;
+                let (challenge, lifetime_ms) = round(oauth.initial_response(&token)).await?;
+                if !challenge.is_empty() {
+                    // RFC 7628 §3.2.2: the broker refused the token with a JSON status; the
+                    // client answers ^A and the broker ends the exchange with its error.
+                    let status = String::from_utf8_lossy(&challenge).into_owned();
+                    let refused = |message: Option<String>| {
+                        let message = message.map_or(status.clone(), |m| format!("{m} ({status})"));
+                        failed(SASL_AUTHENTICATION_FAILED, Some(message), hint)
+                    };
+                    return Err(match round(vec![1]).await {
+                        Err(Error::Authentication(failure)) => refused(failure.message),
+                        Err(other) => other,
+                        Ok(_) => refused(None),
+                    });
+                }
+                lifetime_ms
+            }
+        };
+        tracing::debug!(%broker, mechanism, %principal, lifetime_ms, "authenticated");
+        Ok((lifetime_ms > 0).then(|| Duration::from_millis(lifetime_ms as u64)))
     }
 
-    /// One SaslAuthenticate round trip; the broker's error becomes [`Error::Authentication`].
+    /// One SaslAuthenticate round trip: the server's message and the session lifetime it set
+    /// (0: none). The broker's error becomes [`Error::Authentication`].
     async fn sasl_round(
         &self,
         message: Vec<u8>,
         version: i16,
         failed: &impl Fn(ResponseError, Option<String>, &'static str) -> Error,
-    ) -> Result<Bytes> {
+        hint: &'static str,
+    ) -> Result<(Bytes, i64)> {
         let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(message));
-        let response: SaslAuthenticateResponse = self.send_version(&request, version).await?;
+        let response: SaslAuthenticateResponse = self.sasl_exchange(&request, version).await?;
         if let Some(code) = ResponseError::try_from_code(response.error_code) {
-            return Err(failed(
-                code,
-                response.error_message.map(|m| m.to_string()),
-                "check the username and password in sasl.jaas.config, and that the user exists for sasl.mechanism",
-            ));
+            return Err(failed(code, response.error_message.map(|m| m.to_string()), hint));
         }
-        Ok(response.auth_bytes)
+        Ok((response.auth_bytes, response.session_lifetime_ms))
+    }
+
+    /// A SASL request, sent past the gate: while the connection is new nothing else is sent,
+    /// and while it re-authenticates the gate is held by [`reauthenticate`].
+    async fn sasl_exchange<R: Request>(&self, request: &R, version: i16) -> Result<R::Response> {
+        let api = api_key(R::KEY);
+        let frame = self
+            .enqueue(api, version, vec![encode(request, version)?])
+            .await?
+            .response()
+            .await?;
+        decode_response::<R::Response>(api, version, frame)
     }
 
     /// The broker address this connection talks to.
@@ -340,12 +387,7 @@ impl BrokerConnection {
     /// Encodes `request` at `version`, sends it, and decodes the answer; with the frame's size.
     async fn exchange<R: Request>(&self, request: &R, version: i16) -> Result<(R::Response, usize)> {
         let api = api_key(R::KEY);
-        let protocol = |message: String| Error::Protocol { api, version, message };
-        let mut body = BytesMut::with_capacity(request.compute_size(version).map_err(|e| protocol(e.to_string()))?);
-        request
-            .encode(&mut body, version)
-            .map_err(|e| protocol(e.to_string()))?;
-        let frame = self.round_trip(api, version, vec![body.freeze()]).await?;
+        let frame = self.round_trip(api, version, vec![encode(request, version)?]).await?;
         let size = frame.len();
         Ok((decode_response::<R::Response>(api, version, frame)?, size))
     }
@@ -363,6 +405,14 @@ impl BrokerConnection {
     /// order, so a caller can keep several requests in flight (pipelining) and still know the
     /// broker saw them in sequence.
     pub async fn submit(&self, api: ApiKey, version: i16, body: Vec<Bytes>) -> Result<PendingResponse> {
+        // Held until the request is queued: a re-authentication waits for it to be on its way,
+        // and later requests wait for the re-authentication.
+        let _gate = self.shared.gate.read().await;
+        self.enqueue(api, version, body).await
+    }
+
+    /// Queues a request for writing, whatever the gate says.
+    async fn enqueue(&self, api: ApiKey, version: i16, body: Vec<Bytes>) -> Result<PendingResponse> {
         let correlation_id = self.shared.next_correlation_id.fetch_add(1, Ordering::Relaxed);
         let header = RequestHeader::default()
             .with_request_api_key(api as i16)
@@ -487,6 +537,48 @@ pub fn decode_response<T: Decodable + HeaderVersion>(api: ApiKey, version: i16, 
         )));
     }
     Ok(response)
+}
+
+/// The body of `request` encoded at `version`.
+fn encode<R: Request>(request: &R, version: i16) -> Result<Bytes> {
+    let protocol = |message: String| Error::Protocol {
+        api: api_key(R::KEY),
+        version,
+        message,
+    };
+    let mut body = BytesMut::with_capacity(request.compute_size(version).map_err(|e| protocol(e.to_string()))?);
+    request
+        .encode(&mut body, version)
+        .map_err(|e| protocol(e.to_string()))?;
+    Ok(body.freeze())
+}
+
+/// Authenticates the connection again before each session ends (KIP-368), as Kafka's clients
+/// do: at a random point between 85 % and 95 % of the session, so that connections opened
+/// together do not all re-authenticate at once. Requests wait while it runs; a failure closes
+/// the connection (its callers reconnect, and authenticate afresh). Ends with the connection.
+async fn reauthenticate(shared: std::sync::Weak<Shared>, sasl: SaslConfig, mut lifetime: Duration) {
+    loop {
+        tokio::time::sleep(lifetime.mul_f64(0.85 + 0.1 * crate::oauth::random_fraction())).await;
+        let Some(shared) = shared.upgrade() else { return };
+        let connection = BrokerConnection { shared };
+        if connection.is_closed() {
+            return;
+        }
+        let _alone = connection.shared.gate.write().await;
+        match connection.authenticate(&sasl).await {
+            Ok(Some(next)) => {
+                tracing::debug!(broker = %connection.broker(), session_ms = next.as_millis() as u64, "re-authenticated");
+                lifetime = next;
+            }
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(broker = %connection.broker(), %error, "re-authentication failed; closing the connection");
+                connection.shared.poison(error);
+                return;
+            }
+        }
+    }
 }
 
 fn api_key(key: i16) -> ApiKey {

@@ -145,6 +145,19 @@ pub enum Error {
     /// Boxed: it is rare and large, and every `Result` of this crate carries `Error`.
     #[error("{0}")]
     Authentication(Box<AuthenticationFailure>),
+    /// No OAUTHBEARER access token could be had: the token endpoint refused the client
+    /// credentials, could not be reached, or gave an unusable token.
+    #[error("OAUTHBEARER token from {endpoint}: {message}; {hint}")]
+    TokenEndpoint {
+        /// The token endpoint URL (or the token file).
+        endpoint: String,
+        /// What went wrong; never the secret or the token.
+        message: String,
+        /// What to check.
+        hint: &'static str,
+        /// Whether trying again later may succeed (the endpoint was down, not a refusal).
+        retriable: bool,
+    },
 }
 
 /// Why SASL authentication with a broker failed: [`Error::Authentication`].
@@ -193,6 +206,7 @@ impl Error {
         match self {
             Error::Kafka { code, .. } => code.is_retriable(),
             Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Timeout { .. } | Error::NoBroker(_) => true,
+            Error::TokenEndpoint { retriable, .. } => *retriable,
             Error::FrameSize { .. }
             | Error::Protocol { .. }
             | Error::NoCommonVersion { .. }

@@ -4,9 +4,10 @@
 //!
 //! - `connection`: [`BrokerConnection`], one pipelined connection: requests are framed, tagged
 //!   with a correlation id and written by a dedicated task; responses are matched back by id.
-//!   Versions are negotiated per API from ApiVersions. TLS (rustls) and SASL PLAIN or SCRAM
-//!   (`security`, `sasl`, `jaas`, `pem`, and `keystore` for JKS and PKCS12 stores), configured
-//!   with the Java client's keys through
+//!   Versions are negotiated per API from ApiVersions; SASL sessions are renewed before the
+//!   broker ends them (KIP-368). TLS (rustls) and SASL PLAIN, SCRAM or OAUTHBEARER (`security`,
+//!   `sasl`, `jaas`, `pem`, `keystore` for JKS and PKCS12 stores, `oauth` for tokens from an
+//!   OAuth token endpoint), configured with the Java client's keys through
 //!   [`Security::from_properties`].
 //! - `client`: [`KafkaClient`], bootstrap, metadata and a shared connection per broker, plus the
 //!   requests the mirror and its tools need (topics, offsets, producer ids; `configs`, `acls`,
@@ -33,6 +34,7 @@ mod fetch;
 mod groups;
 mod jaas;
 mod keystore;
+mod oauth;
 mod pem;
 mod produce;
 mod sasl;
@@ -53,11 +55,12 @@ pub use error::{AuthenticationFailure, Error, KafkaCode};
 pub use fetch::{FetchKind, FetchParams, FetchPosition, FetchSession, FetchedPartition, LeaderHint, PartitionKey};
 pub use groups::{CommittedOffset, GroupDescription, ListedGroup};
 pub use kafka_protocol;
+pub use oauth::OAuthBearer;
 pub use produce::{
     encode_produce_request, is_sequence_error, is_too_large, produced_partitions, submit_produce, PartitionRecords,
     PendingProduce, ProducedPartition, TopicRecords,
 };
-pub use security::{SaslConfig, SaslMechanism, Secret, Security, TlsConfig};
+pub use security::{SaslConfig, SaslCredentials, SaslMechanism, Secret, Security, TlsConfig};
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

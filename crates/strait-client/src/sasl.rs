@@ -51,8 +51,8 @@ impl Hash {
                 digest: &digest::SHA512,
                 len: 64,
             },
-            // PLAIN never gets here; SHA-256 is the other SCRAM.
-            SaslMechanism::ScramSha256 | SaslMechanism::Plain => Hash {
+            // Only SCRAM gets here; SHA-256 is the other one.
+            _ => Hash {
                 pbkdf2: pbkdf2::PBKDF2_HMAC_SHA256,
                 hmac: hmac::HMAC_SHA256,
                 digest: &digest::SHA256,

@@ -1,6 +1,7 @@
 //! Security of a connection, configured with the Java client's keys: TLS (`SSL`, `SASL_SSL`)
-//! with JKS, PKCS12 (`keystore`) or PEM stores, and SASL (`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`) credentials from
-//! `sasl.jaas.config`.
+//! with JKS, PKCS12 (`keystore`) or PEM stores, and SASL credentials from `sasl.jaas.config`:
+//! a password for `PLAIN`, `SCRAM-SHA-256` and `SCRAM-SHA-512`, tokens for `OAUTHBEARER`
+//! (`oauth`).
 //!
 //! Secrets (passwords, private keys) never appear in `Debug` output or in error messages:
 //! errors name the key and describe the problem without quoting values.
@@ -16,6 +17,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use crate::jaas::parse_jaas_config;
 use crate::keystore::{read_store, JavaStore, StoreType};
+use crate::oauth::{oauth_bearer, OAuthBearer, LOGIN_MODULE as OAUTH_LOGIN_MODULE};
 use crate::pem::{parse_pem, PemBlock};
 use crate::{Error, Result};
 
@@ -50,6 +52,8 @@ pub enum SaslMechanism {
     ScramSha256,
     /// `SCRAM-SHA-512`.
     ScramSha512,
+    /// `OAUTHBEARER` (RFC 7628): an OAuth 2 access token.
+    OAuthBearer,
 }
 
 impl SaslMechanism {
@@ -59,35 +63,62 @@ impl SaslMechanism {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 }
 
 /// SASL settings: mechanism and credentials.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct SaslConfig {
     /// The mechanism.
     pub mechanism: SaslMechanism,
-    /// The user name (`username="…"` in `sasl.jaas.config`).
-    pub username: String,
-    /// The password (`password="…"`).
-    pub password: Secret,
-    /// SCRAM extensions: the other options of `ScramLoginModule` (e.g. `tokenauth="true"` for
-    /// delegation tokens), sent in the client-first message as Kafka's client does.
-    pub extensions: Vec<(String, Secret)>,
+    /// What the client proves itself with.
+    pub credentials: SaslCredentials,
 }
 
-impl fmt::Debug for SaslConfig {
+impl SaslConfig {
+    /// Who authenticates, for messages: the user name, or the OAuth client id.
+    pub fn principal(&self) -> String {
+        match &self.credentials {
+            SaslCredentials::Password { username, .. } => username.clone(),
+            SaslCredentials::OAuthBearer(oauth) => oauth.principal(),
+        }
+    }
+}
+
+/// The credentials of a SASL mechanism.
+#[derive(Clone)]
+pub enum SaslCredentials {
+    /// `PLAIN` and SCRAM: a user name and password (`username="…" password="…"`).
+    Password {
+        /// The user name.
+        username: String,
+        /// The password.
+        password: Secret,
+        /// SCRAM extensions: the other options of `ScramLoginModule` (e.g. `tokenauth="true"`
+        /// for delegation tokens), sent in the client-first message as Kafka's client does.
+        extensions: Vec<(String, Secret)>,
+    },
+    /// `OAUTHBEARER`: tokens shared by every connection made with this configuration.
+    OAuthBearer(Arc<OAuthBearer>),
+}
+
+impl fmt::Debug for SaslCredentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SaslConfig")
-            .field("mechanism", &self.mechanism)
-            .field("username", &self.username)
-            .field("password", &self.password)
-            .field(
-                "extensions",
-                &self.extensions.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            )
-            .finish()
+        match self {
+            SaslCredentials::Password {
+                username,
+                password,
+                extensions,
+            } => f
+                .debug_struct("Password")
+                .field("username", username)
+                .field("password", password)
+                .field("extensions", &extensions.iter().map(|(k, _)| k).collect::<Vec<_>>())
+                .finish(),
+            SaslCredentials::OAuthBearer(oauth) => oauth.fmt(f),
+        }
     }
 }
 
@@ -173,7 +204,7 @@ impl Security {
     }
 }
 
-fn config_error(key: &str, message: impl Into<String>) -> Error {
+pub(crate) fn config_error(key: &str, message: impl Into<String>) -> Error {
     Error::Config {
         key: key.into(),
         message: message.into(),
@@ -181,33 +212,22 @@ fn config_error(key: &str, message: impl Into<String>) -> Error {
 }
 
 /// A value that is set and not blank (Kafka treats blank store locations as unset).
-fn set<'a>(get: &impl Fn(&str) -> Option<&'a str>, key: &str) -> Option<&'a str> {
+pub(crate) fn set<'a>(get: &impl Fn(&str) -> Option<&'a str>, key: &str) -> Option<&'a str> {
     get(key).filter(|v| !v.trim().is_empty())
 }
 
 fn sasl_config<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<SaslConfig> {
-    for key in [
-        "sasl.login.class",
-        "sasl.login.callback.handler.class",
-        "sasl.client.callback.handler.class",
-    ] {
-        if set(get, key).is_some() {
-            return Err(config_error(
-                key,
-                "custom Java classes are not supported; Strait reads the credentials from sasl.jaas.config",
-            ));
-        }
-    }
     // Kafka's default mechanism is GSSAPI (Kerberos).
     let mechanism = match get("sasl.mechanism").map(str::trim).unwrap_or("GSSAPI") {
         "PLAIN" => SaslMechanism::Plain,
         "SCRAM-SHA-256" => SaslMechanism::ScramSha256,
         "SCRAM-SHA-512" => SaslMechanism::ScramSha512,
+        "OAUTHBEARER" => SaslMechanism::OAuthBearer,
         other => {
             return Err(config_error(
                 "sasl.mechanism",
                 format!(
-                    "{} is not supported (Strait speaks PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512){}",
+                    "{} is not supported (Strait speaks PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER){}",
                     if other.is_empty() { "an empty value" } else { other },
                     if get("sasl.mechanism").is_none() {
                         "; it defaults to GSSAPI (Kerberos) when unset, so set it"
@@ -218,31 +238,64 @@ fn sasl_config<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<SaslConfig>
             ))
         }
     };
+    // OAUTHBEARER's login callback handler is Kafka's own, read by `oauth`; any other class is
+    // Java code Strait cannot run.
+    let classes: &[&str] = match mechanism {
+        SaslMechanism::OAuthBearer => &["sasl.login.class", "sasl.client.callback.handler.class"],
+        _ => &[
+            "sasl.login.class",
+            "sasl.login.callback.handler.class",
+            "sasl.client.callback.handler.class",
+        ],
+    };
+    for &key in classes {
+        if set(get, key).is_some() {
+            return Err(config_error(
+                key,
+                "custom Java classes are not supported; Strait reads the credentials from sasl.jaas.config",
+            ));
+        }
+    }
+    let (example_module, example_options) = match mechanism {
+        SaslMechanism::Plain => ("plain.PlainLoginModule", "username=\"…\" password=\"…\""),
+        SaslMechanism::OAuthBearer => (
+            "oauthbearer.OAuthBearerLoginModule",
+            "clientId=\"…\" clientSecret=\"…\"",
+        ),
+        _ => ("scram.ScramLoginModule", "username=\"…\" password=\"…\""),
+    };
     let jaas = get("sasl.jaas.config").filter(|v| !v.trim().is_empty()).ok_or_else(|| {
         config_error(
             "sasl.jaas.config",
             format!(
-                "is required for SASL {}: e.g. `org.apache.kafka.common.security.{} required username=\"…\" password=\"…\";`",
+                "is required for SASL {}: e.g. `org.apache.kafka.common.security.{example_module} required {example_options};`",
                 mechanism.name(),
-                if mechanism == SaslMechanism::Plain {
-                    "plain.PlainLoginModule"
-                } else {
-                    "scram.ScramLoginModule"
-                }
             ),
         )
     })?;
     let entry = parse_jaas_config(jaas).map_err(|message| config_error("sasl.jaas.config", message))?;
     let module = entry.module.rsplit('.').next().unwrap_or_default();
-    if !matches!(module, "PlainLoginModule" | "ScramLoginModule") {
+    // Kafka's PLAIN and SCRAM clients take the user name and password from either module.
+    let fits = match mechanism {
+        SaslMechanism::OAuthBearer => module == OAUTH_LOGIN_MODULE,
+        _ => matches!(module, "PlainLoginModule" | "ScramLoginModule"),
+    };
+    if !fits {
         return Err(config_error(
             "sasl.jaas.config",
             format!(
-                "login module {} is not supported; use org.apache.kafka.common.security.plain.PlainLoginModule \
-                 or org.apache.kafka.common.security.scram.ScramLoginModule",
-                entry.module
+                "login module {} does not serve SASL {}; use org.apache.kafka.common.security.{example_module}",
+                entry.module,
+                mechanism.name()
             ),
         ));
+    }
+    if mechanism == SaslMechanism::OAuthBearer {
+        let oauth = oauth_bearer(get, &entry.options)?;
+        return Ok(SaslConfig {
+            mechanism,
+            credentials: SaslCredentials::OAuthBearer(Arc::new(oauth)),
+        });
     }
     let mut username = None;
     let mut password = None;
@@ -259,9 +312,11 @@ fn sasl_config<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<SaslConfig>
     let missing = |option| config_error("sasl.jaas.config", format!("has no {option}=\"…\" option"));
     Ok(SaslConfig {
         mechanism,
-        username: username.ok_or_else(|| missing("username"))?,
-        password: password.ok_or_else(|| missing("password"))?,
-        extensions,
+        credentials: SaslCredentials::Password {
+            username: username.ok_or_else(|| missing("username"))?,
+            password: password.ok_or_else(|| missing("password"))?,
+            extensions,
+        },
     })
 }
 
@@ -556,7 +611,7 @@ fn protocol_versions<'a>(
     Ok(versions)
 }
 
-fn tls_config<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<TlsConfig> {
+pub(crate) fn tls_config<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<TlsConfig> {
     let verify_hostname = match get("ssl.endpoint.identification.algorithm").map(str::trim) {
         None => true,
         Some("") => false,
@@ -729,8 +784,11 @@ mod tests {
         .unwrap();
         let sasl = security.sasl.unwrap();
         assert_eq!(sasl.mechanism, SaslMechanism::ScramSha512);
-        assert_eq!(sasl.username, "alice");
-        assert_eq!(sasl.password.expose(), "pa ss\"word");
+        let SaslCredentials::Password { username, password, .. } = &sasl.credentials else {
+            panic!("SCRAM has a password");
+        };
+        assert_eq!(username, "alice");
+        assert_eq!(password.expose(), "pa ss\"word");
         let debug = format!("{sasl:?}");
         assert!(!debug.contains("pa ss"), "{debug}");
         assert!(debug.contains("[hidden]"), "{debug}");
@@ -744,7 +802,7 @@ mod tests {
         ])));
         assert_eq!(key, "sasl.mechanism");
         assert!(message.contains("GSSAPI"), "{message}");
-        for mechanism in ["GSSAPI", "OAUTHBEARER"] {
+        for mechanism in ["GSSAPI", "AWS_MSK_IAM"] {
             let (key, message) = config_key(Security::from_properties(&props(&[
                 ("security.protocol", "SASL_PLAINTEXT"),
                 ("sasl.mechanism", mechanism),

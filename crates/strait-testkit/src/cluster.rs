@@ -28,6 +28,24 @@ pub struct ClusterOptions {
     /// [`crate::KAFKA_JVM_PERFORMANCE_OPTIONS`]) rather than the test kit's SerialGC, which
     /// keeps many test clusters small: for benchmarks, whose latencies the collector shows in.
     pub kafka_jvm: bool,
+    /// An OAUTHBEARER listener too (see [`ClusterOptions::oauth`]).
+    pub oauth: Option<OAuthOptions>,
+}
+
+/// How the broker's OAUTHBEARER listener validates tokens: with Kafka's own validator
+/// (`OAuthBearerValidatorCallbackHandler`) against an identity provider's JWKS.
+#[derive(Debug, Clone)]
+pub struct OAuthOptions {
+    /// The provider's JWKS endpoint, which the broker is allowed to call
+    /// (`org.apache.kafka.sasl.oauthbearer.allowed.urls`, required since Kafka 4.0).
+    pub jwks_url: String,
+    /// The `iss` every token must have.
+    pub issuer: String,
+    /// The `aud` every token must have.
+    pub audience: String,
+    /// The listener's `connections.max.reauth.ms`: sessions end after it, or when the token
+    /// expires if sooner, unless the client re-authenticates (KIP-368).
+    pub reauth: Duration,
 }
 
 impl ClusterOptions {
@@ -39,7 +57,21 @@ impl ClusterOptions {
             heap: "512m".into(),
             secure: false,
             kafka_jvm: false,
+            oauth: None,
         }
+    }
+
+    /// Opens an `OAUTHBEARER` listener (SASL_PLAINTEXT) beside the others, validating tokens of
+    /// `provider` with no clock skew allowed, and ending sessions after `reauth` unless the
+    /// client re-authenticates. See [`KafkaCluster::oauth_listener`].
+    pub fn oauth(mut self, provider: &crate::OidcServer, reauth: Duration) -> Self {
+        self.oauth = Some(OAuthOptions {
+            jwks_url: provider.jwks_url(),
+            issuer: provider.issuer().to_owned(),
+            audience: provider.audience().to_owned(),
+            reauth,
+        });
+        self
     }
 
     /// Opens three secure listeners beside PLAINTEXT (which inter-broker and controller traffic
@@ -70,6 +102,7 @@ pub struct KafkaCluster {
     controller_port: u16,
     cluster_id: String,
     security: Option<SecureListeners>,
+    oauth_listener: Option<String>,
     broker: Mutex<Option<Guarded>>,
     /// Removes the folder when the process ends; `None` only while a start is retried.
     janitor: Option<Guarded>,
@@ -118,9 +151,17 @@ impl KafkaCluster {
                 }),
                 None => None,
             };
+            let oauth_listener = match options.oauth {
+                Some(_) => Some(format!("127.0.0.1:{}", free_port()?)),
+                None => None,
+            };
+            let listeners = Listeners {
+                secure: security.as_ref(),
+                oauth: oauth_listener.as_deref(),
+            };
             write(
                 &dir.join("server.properties"),
-                &server_properties(&options, &dir, Node::Combined, port, controller_port, security.as_ref()),
+                &server_properties(&options, &dir, Node::Combined, port, controller_port, listeners),
             )?;
             if attempt == 0 {
                 format_storage(dist, &options.name, &dir, &cluster_id, security.as_ref())?;
@@ -132,6 +173,7 @@ impl KafkaCluster {
                 controller_port,
                 cluster_id: cluster_id.clone(),
                 security,
+                oauth_listener,
                 broker: Mutex::new(None),
                 janitor: janitor.take(),
             };
@@ -171,6 +213,11 @@ impl KafkaCluster {
         self.security.as_ref()
     }
 
+    /// `127.0.0.1:port` of the `OAUTHBEARER` listener, if opened with [`ClusterOptions::oauth`].
+    pub fn oauth_listener(&self) -> Option<&str> {
+        self.oauth_listener.as_deref()
+    }
+
     /// The broker's log file (`server.log` equivalent).
     pub fn log_file(&self) -> PathBuf {
         self.dir.join("broker.log")
@@ -199,7 +246,14 @@ impl KafkaCluster {
         write(&dir.join("log4j2.xml"), &broker_log4j2(&dir.join("broker.log")))?;
         let port = free_port()?;
         let node = Node::Broker(node_id);
-        let text = server_properties(&self.options, dir, node, port, self.controller_port, None);
+        let text = server_properties(
+            &self.options,
+            dir,
+            node,
+            port,
+            self.controller_port,
+            Listeners::default(),
+        );
         write(&dir.join("server.properties"), &text)?;
         format_storage(dist, &name, dir, &self.cluster_id, None)?;
         let options = ClusterOptions {
@@ -251,13 +305,20 @@ enum Node {
     Broker(u32),
 }
 
+/// The listeners a node opens beside PLAINTEXT and CONTROLLER.
+#[derive(Debug, Default, Clone, Copy)]
+struct Listeners<'a> {
+    secure: Option<&'a SecureListeners>,
+    oauth: Option<&'a str>,
+}
+
 fn server_properties(
     options: &ClusterOptions,
     dir: &Path,
     node: Node,
     port: u16,
     controller_port: u16,
-    security: Option<&SecureListeners>,
+    listeners_beside: Listeners<'_>,
 ) -> String {
     let (roles, node_id, listeners) = match node {
         Node::Combined => (
@@ -294,13 +355,18 @@ fn server_properties(
         ("group.initial.rebalance.delay.ms".into(), "0".into()),
         ("log.flush.interval.messages".into(), "9223372036854775807".into()),
     ];
-    if let Some(security) = security {
-        // Listener lists gain the secure listeners; other keys are new.
-        for (key, value) in secure_properties(dir, security) {
-            match properties.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, existing)) => *existing = format!("{existing},{value}"),
-                None => properties.push((key, value)),
-            }
+    let mut beside = Vec::new();
+    if let Some(security) = listeners_beside.secure {
+        beside.extend(secure_properties(dir, security));
+    }
+    if let (Some(address), Some(oauth)) = (listeners_beside.oauth, &options.oauth) {
+        beside.extend(oauth_properties(address, oauth));
+    }
+    // Listener lists gain the listeners beside; other keys are new.
+    for (key, value) in beside {
+        match properties.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, existing)) => *existing = format!("{existing},{value}"),
+            None => properties.push((key, value)),
         }
     }
     properties.extend(options.properties.iter().cloned());
@@ -315,7 +381,15 @@ fn start_jvm(dist: &KafkaDist, options: &ClusterOptions, dir: &Path, port: u16) 
     } else {
         &["-XX:+UseSerialGC"]
     };
-    let mut command = dist.jvm(&options.heap, &dir.join("log4j2.xml"), gc, "kafka.Kafka");
+    let mut jvm_options: Vec<String> = gc.iter().map(|o| o.to_string()).collect();
+    if let Some(oauth) = &options.oauth {
+        jvm_options.push(format!(
+            "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={}",
+            oauth.jwks_url
+        ));
+    }
+    let jvm_options: Vec<&str> = jvm_options.iter().map(String::as_str).collect();
+    let mut command = dist.jvm(&options.heap, &dir.join("log4j2.xml"), &jvm_options, "kafka.Kafka");
     command.arg(dir.join("server.properties"));
     let process = Guarded::spawn(&command, &dir.join("stdout.log"))?;
     let deadline = Instant::now() + START_TIMEOUT;
@@ -546,6 +620,36 @@ fn write_certificates(dir: &Path) -> Result<()> {
     write(&dir.join(BROKER_PEM), &leaf("localhost", vec!["localhost".into()])?)?;
     write(&dir.join(CLIENT_PEM), &leaf("strait-client", Vec::new())?)?;
     Ok(())
+}
+
+/// The `OAUTH` listener (SASL_PLAINTEXT with OAUTHBEARER) and how its broker validates tokens.
+fn oauth_properties(address: &str, oauth: &OAuthOptions) -> Vec<(String, String)> {
+    let prefix = "listener.name.oauth.oauthbearer.";
+    [
+        ("listeners", format!("OAUTH://{address}")),
+        ("advertised.listeners", format!("OAUTH://{address}")),
+        ("listener.security.protocol.map", "OAUTH:SASL_PLAINTEXT".into()),
+        ("listener.name.oauth.sasl.enabled.mechanisms", "OAUTHBEARER".into()),
+        (
+            &format!("{prefix}sasl.jaas.config"),
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;".into(),
+        ),
+        (
+            &format!("{prefix}sasl.server.callback.handler.class"),
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler".into(),
+        ),
+        (
+            &format!("{prefix}connections.max.reauth.ms"),
+            oauth.reauth.as_millis().to_string(),
+        ),
+        ("sasl.oauthbearer.jwks.endpoint.url", oauth.jwks_url.clone()),
+        ("sasl.oauthbearer.expected.issuer", oauth.issuer.clone()),
+        ("sasl.oauthbearer.expected.audience", oauth.audience.clone()),
+        ("sasl.oauthbearer.clock.skew.seconds", "0".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 fn secure_properties(dir: &Path, security: &SecureListeners) -> Vec<(String, String)> {

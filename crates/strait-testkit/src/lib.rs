@@ -18,7 +18,8 @@
 //! - `browser`: headless Chromium through ChromeDriver, for the status page's test;
 //!   `debian`: programs from Debian packages (Prometheus, Chromium), installed on first use;
 //!   `fault`: the fault-injection proxy; `sockets`: a process's TCP connections from `/proc`;
-//!   `error`: the crate's error type.
+//!   `oidc`: a small OAuth identity provider (token and JWKS endpoints) for OAUTHBEARER
+//!   listeners ([`ClusterOptions::oauth`]); `error`: the crate's error type.
 //!
 //! The clusters are synchronous (std only) so that one pair of clusters can be shared by tests
 //! that each run on their own async runtime. [`FaultProxy`], a TCP proxy that adds latency or
@@ -33,16 +34,18 @@ mod dist;
 mod error;
 mod fault;
 mod guard;
+mod oidc;
 mod sockets;
 
 pub use browser::Browser;
-pub use cluster::{free_port, ClusterOptions, KafkaBroker, KafkaCluster, SecureListeners};
+pub use cluster::{free_port, ClusterOptions, KafkaBroker, KafkaCluster, OAuthOptions, SecureListeners};
 pub use debian::debian_program;
 pub use dist::{kafka_version, KafkaDist, KAFKA_JVM_PERFORMANCE_OPTIONS, MIRROR_MAKER_JVM_OPTIONS};
 pub use error::Error;
 pub use fault::FaultProxy;
 pub use guard::{Guarded, ScratchDir};
-pub use sockets::tcp_connections;
+pub use oidc::OidcServer;
+pub use sockets::{tcp_connections, tcp_sockets_to};
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,12 +1,32 @@
 //! The TCP connections a process holds, as the operating system sees them: what a test or a
 //! benchmark counts instead of trusting the process's own metrics.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The TCP connections of process `pid`, counted by remote port (one port per broker listener).
-/// Listening sockets are left out. A process's sockets are its `/proc/<pid>/fd` entries
-/// `socket:[inode]`, found by inode in its `/proc/<pid>/net/tcp` and `tcp6`.
+/// Listening sockets are left out.
 pub fn tcp_connections(pid: u32) -> std::io::Result<BTreeMap<u16, usize>> {
+    let mut counts = BTreeMap::new();
+    for (_, port) in sockets(pid)? {
+        *counts.entry(port).or_insert(0) += 1;
+    }
+    Ok(counts)
+}
+
+/// The TCP connections of process `pid` to remote port `port`, by socket inode: a connection
+/// closed and opened again has a new inode, so two calls tell whether connections survived.
+pub fn tcp_sockets_to(pid: u32, port: u16) -> std::io::Result<BTreeSet<u64>> {
+    Ok(sockets(pid)?
+        .into_iter()
+        .filter(|&(_, p)| p == port)
+        .map(|(inode, _)| inode)
+        .collect())
+}
+
+/// A process's connected TCP sockets as (inode, remote port). A process's sockets are its
+/// `/proc/<pid>/fd` entries `socket:[inode]`, found by inode in its `/proc/<pid>/net/tcp` and
+/// `tcp6`.
+fn sockets(pid: u32) -> std::io::Result<Vec<(u64, u16)>> {
     let mut inodes = HashSet::new();
     for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
         // An fd closed between listing and reading is simply gone.
@@ -20,7 +40,7 @@ pub fn tcp_connections(pid: u32) -> std::io::Result<BTreeMap<u16, usize>> {
             }
         }
     }
-    let mut counts = BTreeMap::new();
+    let mut found = Vec::new();
     for table in ["tcp", "tcp6"] {
         let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
             continue;
@@ -39,11 +59,11 @@ pub fn tcp_connections(pid: u32) -> std::io::Result<BTreeMap<u16, usize>> {
                 .rsplit_once(':')
                 .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
             {
-                *counts.entry(port).or_insert(0) += 1;
+                found.push((inode, port));
             }
         }
     }
-    Ok(counts)
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -65,5 +85,21 @@ mod tests {
         let during = tcp_connections(std::process::id()).unwrap();
         assert_eq!(during.get(&port).copied().unwrap_or(0), before + 3, "{during:?}");
         drop(clients);
+    }
+
+    #[test]
+    fn a_connection_opened_again_is_a_new_socket() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connect = || std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (kept, dropped) = (connect(), connect());
+        let before = tcp_sockets_to(std::process::id(), port).unwrap();
+        assert_eq!(before.len(), 2, "{before:?}");
+        drop(dropped);
+        let again = connect();
+        let after = tcp_sockets_to(std::process::id(), port).unwrap();
+        assert_eq!(after.len(), 2, "{after:?}");
+        assert_eq!(before.intersection(&after).count(), 1, "{before:?} {after:?}");
+        drop((kept, again));
     }
 }
