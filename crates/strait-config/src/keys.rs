@@ -215,6 +215,22 @@ const KNOWN_SECURITY_KEYS: &[&str] = &[
     "sasl.oauthbearer.expected.audience",
     "sasl.oauthbearer.expected.issuer",
     "sasl.oauthbearer.header.urlencode",
+    "sasl.oauthbearer.jwt.retriever.class",
+    "sasl.oauthbearer.jwt.validator.class",
+    "sasl.oauthbearer.scope",
+    "sasl.oauthbearer.client.credentials.client.id",
+    "sasl.oauthbearer.client.credentials.client.secret",
+    "sasl.oauthbearer.assertion.algorithm",
+    "sasl.oauthbearer.assertion.claim.aud",
+    "sasl.oauthbearer.assertion.claim.exp.seconds",
+    "sasl.oauthbearer.assertion.claim.iss",
+    "sasl.oauthbearer.assertion.claim.jti.include",
+    "sasl.oauthbearer.assertion.claim.nbf.seconds",
+    "sasl.oauthbearer.assertion.claim.sub",
+    "sasl.oauthbearer.assertion.file",
+    "sasl.oauthbearer.assertion.private.key.file",
+    "sasl.oauthbearer.assertion.private.key.passphrase",
+    "sasl.oauthbearer.assertion.template.file",
 ];
 
 /// For an `ssl.*`/`sasl.*` key Kafka does not define: the closest one it does.

@@ -1055,3 +1055,20 @@ fn connector_keys_that_change_nothing_are_listed_and_no_offset_syncs_warns() {
         .warnings()
         .is_empty());
 }
+
+#[test]
+fn oauth_client_secrets_and_key_passphrases_are_hidden() {
+    let config = two("A->B.enabled = true\n\
+         A.sasl.oauthbearer.client.credentials.client.secret = s3cr3t-a\n\
+         B.sasl.oauthbearer.assertion.private.key.passphrase = s3cr3t-b\n");
+    let text = format!("{config}{}", config.to_json());
+    assert!(
+        text.contains("sasl.oauthbearer.client.credentials.client.secret"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sasl.oauthbearer.assertion.private.key.passphrase"),
+        "{text}"
+    );
+    assert!(!text.contains("s3cr3t"), "{text}");
+}
