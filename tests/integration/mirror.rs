@@ -625,3 +625,55 @@ async fn rebuilds_compacted_batches_on_the_slow_path() {
         "the same records, in order, with headers and timestamps"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn check_config_lists_client_keys_that_change_nothing_with_the_reason() {
+    let config = std::env::temp_dir().join(format!("{}.properties", unique("ignored")));
+    std::fs::write(
+        &config,
+        "clusters = A, B\nA.bootstrap.servers = localhost:9092\nB.bootstrap.servers = localhost:9093\n\
+         A->B.enabled = true\nA->B.target.producer.compression.type = zstd\nA.consumer.max.poll.records = 10\n\
+         A.consumer.fetch.max.wait.ms = 100\n",
+    )
+    .unwrap();
+    let output = std::process::Command::new(strait_binary())
+        .arg("check-config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains(
+            "line 5: `A->B.target.producer.compression.type` ignored: batches are forwarded compressed as the source \
+             wrote them, without decompressing; the target gets the source's codec"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("line 6: `A.consumer.max.poll.records` ignored: Strait has no poll loop"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("`A.consumer.fetch.max.wait.ms` ignored"), "{stdout}");
+    let json = std::process::Command::new(strait_binary())
+        .args(["check-config", "--json"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let keys: Vec<&str> = json["ignored"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["key"].as_str())
+        .collect();
+    assert_eq!(
+        keys,
+        ["A->B.target.producer.compression.type", "A.consumer.max.poll.records"]
+    );
+    let _ = std::fs::remove_file(&config);
+}

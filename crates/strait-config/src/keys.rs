@@ -2,6 +2,7 @@
 //! the default filters they make), the Kafka client connection keys, and the Connect keys
 //! Strait ignores.
 
+use crate::client::ClientRole;
 use crate::data_path::{FETCH_KEYS, PRODUCE_KEYS};
 use crate::error::Result;
 use crate::filter::{ConfigPropertyFilter, GroupFilter, PatternList, TopicFilter, UseDefaultsFrom};
@@ -349,6 +350,163 @@ const PRODUCER_BATCH_KEYS: &[(&str, &str)] = &[
     ("buffer.memory", WHY_PROCESS_MEMORY),
 ];
 
+/// Client keys that every role reads, besides the connection keys ([`is_connection_key`]).
+const ROLE_COMMON_KEYS: &[&str] = &["client.id", "request.timeout.ms", "socket.connection.setup.timeout.ms"];
+
+/// Consumer keys Strait reads besides [`FETCH_KEYS`]: where a partition without progress starts,
+/// and whether aborted transactions are copied.
+const CONSUMER_KEYS: &[&str] = &["isolation.level", "auto.offset.reset"];
+
+const WHY_NO_GROUP: &str =
+    "Strait's fetchers assign the source partitions themselves and join no consumer group; its progress is kept in mm2-offsets.<source>.internal";
+const WHY_NO_POLL: &str = "Strait has no poll loop: records move as whole batches, bounded by fetch.max.bytes, \
+     max.partition.fetch.bytes and strait.buffer.memory";
+const WHY_RAW_BYTES: &str = "records are copied as raw bytes, never deserialized or serialized";
+const WHY_NO_CLASSES: &str = "custom Java classes cannot be loaded by Strait";
+const WHY_BACKOFF: &str =
+    "Strait retries and reconnects with its own exponential backoff with jitter (from 100 ms to a few \
+     seconds); it has no per-client setting";
+const WHY_NO_TRANSACTIONS: &str =
+    "Strait's producer is idempotent and not transactional: it writes no transactions, so a transactional id has nothing to name";
+
+/// Kafka client keys of some role that Strait does not read, with the reason. A key of a role
+/// that is neither read ([`honoured_role_key`]) nor listed here gets a generic reason naming
+/// what the role does read.
+const ROLE_KEYS_WITHOUT_EFFECT: &[(&str, &str)] = &[
+    (
+        "enable.auto.commit",
+        "MM2 forces it to false for every consumer; Strait commits no consumer offsets and keeps its progress in mm2-offsets.<source>.internal",
+    ),
+    ("auto.commit.interval.ms", WHY_NO_GROUP),
+    ("group.id", WHY_NO_GROUP),
+    ("group.instance.id", WHY_NO_GROUP),
+    ("group.protocol", WHY_NO_GROUP),
+    ("group.remote.assignor", WHY_NO_GROUP),
+    ("partition.assignment.strategy", WHY_NO_GROUP),
+    ("session.timeout.ms", WHY_NO_GROUP),
+    ("heartbeat.interval.ms", WHY_NO_GROUP),
+    ("max.poll.records", WHY_NO_POLL),
+    ("max.poll.interval.ms", WHY_NO_POLL),
+    ("key.deserializer", WHY_RAW_BYTES),
+    ("value.deserializer", WHY_RAW_BYTES),
+    ("key.serializer", WHY_RAW_BYTES),
+    ("value.serializer", WHY_RAW_BYTES),
+    (
+        "check.crcs",
+        "Strait always checks the CRC of every fetched batch, fetches a corrupt one again and stops if it stays corrupt",
+    ),
+    (
+        "exclude.internal.topics",
+        "topics.exclude decides which topics are mirrored (by default it excludes __.* and .*.internal)",
+    ),
+    (
+        "allow.auto.create.topics",
+        "Strait creates remote topics itself and fetches only topics that exist",
+    ),
+    ("interceptor.classes", WHY_NO_CLASSES),
+    ("partitioner.class", "each batch goes to the partition of the same number as at the source"),
+    (
+        "partitioner.ignore.keys",
+        "each batch goes to the partition of the same number as at the source",
+    ),
+    (
+        "partitioner.adaptive.partitioning.enable",
+        "each batch goes to the partition of the same number as at the source",
+    ),
+    (
+        "partitioner.availability.timeout.ms",
+        "each batch goes to the partition of the same number as at the source",
+    ),
+    (
+        "retries",
+        "Strait retries a batch until delivery.timeout.ms has passed, as Kafka's producer does with its default retries",
+    ),
+    ("transactional.id", WHY_NO_TRANSACTIONS),
+    ("transaction.timeout.ms", WHY_NO_TRANSACTIONS),
+    (
+        "max.block.ms",
+        "Strait never blocks a send on buffer space: strait.buffer.memory holds fetching back instead",
+    ),
+    ("retry.backoff.ms", WHY_BACKOFF),
+    ("retry.backoff.max.ms", WHY_BACKOFF),
+    ("reconnect.backoff.ms", WHY_BACKOFF),
+    ("reconnect.backoff.max.ms", WHY_BACKOFF),
+    (
+        "socket.connection.setup.timeout.max.ms",
+        "Strait gives every connection attempt socket.connection.setup.timeout.ms, without growing it",
+    ),
+    (
+        "metadata.max.age.ms",
+        "Strait refreshes metadata when a broker says it is stale and at every refresh.topics.interval.seconds",
+    ),
+    (
+        "connections.max.idle.ms",
+        "Strait keeps its broker connections open while it runs; a broker that closes one is reconnected to",
+    ),
+    (
+        "default.api.timeout.ms",
+        "request.timeout.ms bounds each of Strait's requests; operations retry until their own deadline",
+    ),
+    (
+        "client.dns.lookup",
+        "Strait resolves each broker address when it connects and tries every address it resolves to",
+    ),
+    ("send.buffer.bytes", "Strait leaves socket buffers to the kernel's autotuning"),
+    ("receive.buffer.bytes", "Strait leaves socket buffers to the kernel's autotuning"),
+    ("security.providers", WHY_NO_CLASSES),
+    ("enable.metrics.push", WHY_METRICS),
+    ("metric.reporters", WHY_METRICS),
+    ("auto.include.jmx.reporter", WHY_METRICS),
+    ("metrics.num.samples", WHY_METRICS),
+    ("metrics.sample.window.ms", WHY_METRICS),
+    ("metrics.recording.level", WHY_METRICS),
+];
+
+/// Whether Strait reads client key `name` in `role`'s view.
+fn honoured_role_key(role: ClientRole, name: &str) -> bool {
+    let of_role = match role {
+        ClientRole::Consumer => FETCH_KEYS.contains(&name) || CONSUMER_KEYS.contains(&name),
+        ClientRole::Producer => PRODUCE_KEYS.contains(&name),
+        ClientRole::Admin => false,
+    };
+    of_role || is_connection_key(name) || ROLE_COMMON_KEYS.contains(&name)
+}
+
+/// Why client key `name`, written for `role` (`A.consumer.k`, `A->B.target.producer.k`, …),
+/// changes nothing; `None` if Strait reads it.
+pub(crate) fn ignored_role_reason(role: ClientRole, name: &str) -> Option<String> {
+    if honoured_role_key(role, name) {
+        return None;
+    }
+    let listed = (role == ClientRole::Producer)
+        .then(|| ignored_producer_reason(name))
+        .flatten()
+        .or_else(|| {
+            ROLE_KEYS_WITHOUT_EFFECT
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|&(_, why)| why)
+        });
+    if let Some(why) = listed {
+        return Some(why.to_owned());
+    }
+    let read: Vec<&str> = ROLE_COMMON_KEYS
+        .iter()
+        .chain(match role {
+            ClientRole::Consumer => FETCH_KEYS.iter().chain(CONSUMER_KEYS),
+            ClientRole::Producer => PRODUCE_KEYS.iter().chain(&[]),
+            ClientRole::Admin => [].iter().chain(&[]),
+        })
+        .copied()
+        .collect();
+    let typo = suggest(name, read.iter().copied()).map_or(String::new(), |s| format!("did you mean `{s}`? "));
+    Some(format!(
+        "{typo}Strait's {role} reads only bootstrap.servers, security.protocol, ssl.*, sasl.* and {}",
+        read.join(", "),
+        role = role.as_str(),
+    ))
+}
+
 /// MM2 connector keys that Strait validates and shows but that change nothing, with the reason.
 const CONNECTOR_KEYS_WITHOUT_EFFECT: &[(&str, &str)] = &[
     (
@@ -384,7 +542,7 @@ pub(crate) fn connector_key_without_effect(name: &str) -> Option<&'static str> {
 
 /// Why a producer key has no effect on forwarded batches, if it is one of
 /// [`PRODUCER_BATCH_KEYS`].
-pub(crate) fn ignored_producer_reason(name: &str) -> Option<&'static str> {
+fn ignored_producer_reason(name: &str) -> Option<&'static str> {
     PRODUCER_BATCH_KEYS
         .iter()
         .find(|(k, _)| *k == name)

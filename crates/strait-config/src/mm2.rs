@@ -13,7 +13,7 @@ use crate::error::{ConfigError, Result};
 use crate::filter::{ConfigPropertyFilter, GroupFilter, PatternList, TopicFilter, UseDefaultsFrom};
 use crate::flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule};
 use crate::keys::{
-    connector_key, connector_key_without_effect, deprecated_key, ignored_producer_reason, ignored_reason,
+    connector_key, connector_key_without_effect, deprecated_key, ignored_reason, ignored_role_reason,
     is_connection_key, known_names, scoped_strait_key, suggest, unknown_security_key, Kind, BUFFER_MEMORY,
     CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS,
     DEFAULT_PRODUCERS_PER_BROKER, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEPRECATED_KEYS, FETCHERS_PER_BROKER, HTTP_LISTENER,
@@ -530,7 +530,7 @@ impl<'p> Scopes<'p> {
         let role = split_role(sub);
         let client_key = role.map_or(sub, |(_, rest)| rest);
         if let Some((role, name)) = role {
-            if self.ignored_producer_key(prop, role, name) {
+            if self.ignored_role_key(prop, role, name) {
                 return Ok(());
             }
         }
@@ -594,7 +594,7 @@ impl<'p> Scopes<'p> {
     /// A flow-level `<role>.<key>` (possibly after `source.`/`target.`): kept, or unknown.
     fn flow_role_value(&mut self, prop: &Property, key: &str) -> Result<bool> {
         match split_role(key) {
-            Some((role, rest)) if self.ignored_producer_key(prop, role, rest) => Ok(false),
+            Some((role, rest)) if self.ignored_role_key(prop, role, rest) => Ok(false),
             Some((role, rest)) => self.client_value(prop, Some(role), rest),
             None => {
                 let (prefix, name) = prop.key.split_at(prop.key.len() - key.len());
@@ -603,10 +603,10 @@ impl<'p> Scopes<'p> {
         }
     }
 
-    /// Lists a producer key that cannot apply to forwarded batches (`linger.ms`, …) as ignored;
-    /// true if it is one.
-    fn ignored_producer_key(&mut self, prop: &Property, role: ClientRole, name: &str) -> bool {
-        match ignored_producer_reason(name).filter(|_| role == ClientRole::Producer) {
+    /// Lists a client key that Strait's `role` does not read (`linger.ms`, `max.poll.records`,
+    /// …) as ignored; true if it is one.
+    fn ignored_role_key(&mut self, prop: &Property, role: ClientRole, name: &str) -> bool {
+        match ignored_role_reason(role, name) {
             Some(why) => {
                 self.ignore(prop, why);
                 true

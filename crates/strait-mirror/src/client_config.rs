@@ -9,8 +9,8 @@ use crate::MirrorError;
 
 /// The client configuration of `cluster` for `role`, as MM2 would give its Kafka client:
 /// `bootstrap.servers`, `security.protocol` and the `ssl.*`/`sasl.*` keys of that role's view
-/// (`<alias>.<role>.k` > `<alias>.k` > top-level `k`), `request.timeout.ms` of the role
-/// (`<alias>.<role>.request.timeout.ms`), and `client.id` `strait-<alias>`.
+/// (`<alias>.<role>.k` > `<alias>.k` > top-level `k`), and the role's `client.id` (default
+/// `strait-<alias>`), `request.timeout.ms` and `socket.connection.setup.timeout.ms`.
 ///
 /// The mirror shares one client per cluster across roles, so it asks for the role the client
 /// mostly plays: [`ClientRole::Consumer`] on a source, [`ClientRole::Producer`] on a target.
@@ -22,10 +22,16 @@ pub fn client_config(cluster: &ClusterClientConfig, role: ClientRole) -> Result<
         Some(servers) => ClientConfig::new(servers),
         None => ClientConfig::new(&cluster.bootstrap_servers.join(",")),
     };
-    config.connection.client_id = format!("strait-{}", cluster.alias);
     let fail = MirrorError::client_at(&cluster.alias);
+    config.connection.client_id = match props.get("client.id").map(|id| id.trim()) {
+        Some(id) if !id.is_empty() => id.to_owned(),
+        _ => format!("strait-{}", cluster.alias),
+    };
     config.connection.security = Security::from_properties(&props).map_err(fail)?;
-    if let Some(value) = props.get("request.timeout.ms") {
+    let millis = |key: &str| -> Result<Option<Duration>, MirrorError> {
+        let Some(value) = props.get(key) else {
+            return Ok(None);
+        };
         let ms = value
             .trim()
             .parse::<u32>()
@@ -33,11 +39,17 @@ pub fn client_config(cluster: &ClusterClientConfig, role: ClientRole) -> Result<
             .filter(|ms| (1..=i32::MAX as u32).contains(ms));
         let ms = ms.ok_or_else(|| {
             fail(strait_client::Error::Config {
-                key: "request.timeout.ms".into(),
+                key: key.into(),
                 message: format!("`{value}` is not a number of milliseconds between 1 and {}", i32::MAX),
             })
         })?;
-        config.connection.request_timeout = Duration::from_millis(ms.into());
+        Ok(Some(Duration::from_millis(ms.into())))
+    };
+    if let Some(timeout) = millis("request.timeout.ms")? {
+        config.connection.request_timeout = timeout;
+    }
+    if let Some(timeout) = millis("socket.connection.setup.timeout.ms")? {
+        config.connection.connect_timeout = timeout;
     }
     Ok(config)
 }
@@ -101,6 +113,22 @@ mod tests {
             err,
             "A cluster: request.timeout.ms: `0` is not a number of milliseconds between 1 and 2147483647"
         );
+    }
+
+    #[test]
+    fn client_id_and_connect_timeout_come_from_the_role_view() {
+        let config = strait_config::Mm2Config::parse(
+            "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9093\nA->B.enabled = true\n\
+             A.consumer.client.id = mirror-dc1\nA.consumer.socket.connection.setup.timeout.ms = 2500\n",
+        )
+        .unwrap();
+        let flow = config.flow("A", "B").unwrap();
+        let source = client_config(&flow.source, ClientRole::Consumer).unwrap();
+        assert_eq!(source.connection.client_id, "mirror-dc1");
+        assert_eq!(source.connection.connect_timeout, Duration::from_millis(2500));
+        let admin = client_config(&flow.source, ClientRole::Admin).unwrap();
+        assert_eq!(admin.connection.client_id, "strait-A");
+        assert_eq!(admin.connection.connect_timeout, Duration::from_secs(10));
     }
 
     #[test]

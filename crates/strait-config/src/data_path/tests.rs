@@ -338,12 +338,13 @@ fn bad_produce_values_are_refused() {
     );
     // Checked wherever a producer key is written: the source's producer is Strait's too.
     assert!(refused("A->B.source.producer.acks = 0").starts_with("line 5: `A->B.source.producer.acks` refused:"));
-    // Producer keys mean nothing to a consumer: passed on unchanged, as before.
+    // Producer keys mean nothing to a consumer: not checked, listed as ignored.
     let config = ab("A.consumer.acks = 0\n");
     assert_eq!(
         config.flow("A", "B").unwrap().source.get(ClientRole::Consumer, "acks"),
-        Some("0")
+        None
     );
+    assert_eq!(config.ignored()[0].key, "A.consumer.acks");
 }
 
 #[test]
@@ -470,9 +471,13 @@ fn batch_shaping_producer_keys_are_listed_as_ignored() {
         config.to_json()["ignored"][2],
         serde_json::json!({ "line": 7, "key": "A->B.producer.compression.type", "reason": codec })
     );
-    // A consumer key of the same name is not the producer's: passed on like any consumer key.
+    // A consumer key of the same name is not the producer's: ignored for its own reason.
     let config = ab("A.consumer.linger.ms = 5\n");
-    assert!(config.ignored().is_empty());
+    assert!(
+        config.ignored()[0].reason.starts_with("Strait's consumer reads only"),
+        "{:?}",
+        config.ignored()
+    );
 }
 
 #[test]

@@ -307,7 +307,7 @@ fn cluster_client_inheritance() {
          a.producer.security.protocol = SSL\n\
          a.bootstrap.servers = 127.0.0.1:9092, 127.0.0.2:9092\n\
          b.bootstrap.servers = 127.0.0.3:9092\n\
-         a.consumer.max.poll.records = 50\n",
+         a.consumer.fetch.max.wait.ms = 50\n",
     );
     let a = config.cluster("a").unwrap();
     assert_eq!(a.bootstrap_servers, ["127.0.0.1:9092", "127.0.0.2:9092"]);
@@ -318,8 +318,8 @@ fn cluster_client_inheritance() {
         a.get(ClientRole::Admin, "bootstrap.servers"),
         Some("127.0.0.1:9092, 127.0.0.2:9092")
     );
-    assert_eq!(a.get(ClientRole::Consumer, "max.poll.records"), Some("50"));
-    assert_eq!(a.get(ClientRole::Producer, "max.poll.records"), None);
+    assert_eq!(a.get(ClientRole::Consumer, "fetch.max.wait.ms"), Some("50"));
+    assert_eq!(a.get(ClientRole::Producer, "fetch.max.wait.ms"), None);
     assert_eq!(a.props["ssl.key.password"].origin, file(3, "ssl.key.password"));
     let b = config.cluster("b").unwrap();
     assert_eq!(b.security_protocol, SecurityProtocol::Ssl);
@@ -336,8 +336,8 @@ fn flow_client_layers() {
          A->B.consumer.fetch.min.bytes = 3\n\
          A->B.source.consumer.fetch.min.bytes = 4\n\
          A->B.source.cluster.ssl.truststore.location = /flow.jks\n\
-         B.producer.retries = 5\n\
-         A->B.target.producer.retries = 6\n\
+         B.producer.delivery.timeout.ms = 50000\n\
+         A->B.target.producer.delivery.timeout.ms = 60000\n\
          A->B.producer.acks = all\n\
          A->B.target.admin.request.timeout.ms = 7\n");
     let flow = config.flow("A", "B").unwrap();
@@ -355,7 +355,7 @@ fn flow_client_layers() {
     assert_eq!(source.get(ClientRole::Consumer, "auto.offset.reset"), Some("earliest"));
     assert_eq!(source.get(ClientRole::Producer, "acks"), Some("all"));
     let target = &flow.target;
-    assert_eq!(target.get(ClientRole::Producer, "retries"), Some("6"));
+    assert_eq!(target.get(ClientRole::Producer, "delivery.timeout.ms"), Some("60000"));
     assert_eq!(target.get(ClientRole::Producer, "acks"), Some("all"));
     assert_eq!(target.get(ClientRole::Admin, "request.timeout.ms"), Some("7"));
     assert_eq!(target.get(ClientRole::Consumer, "fetch.max.bytes"), Some("2"));
@@ -375,8 +375,11 @@ fn flow_client_layers() {
     );
     // The cluster-level view is untouched by the flow.
     assert_eq!(
-        config.cluster("B").unwrap().get(ClientRole::Producer, "retries"),
-        Some("5")
+        config
+            .cluster("B")
+            .unwrap()
+            .get(ClientRole::Producer, "delivery.timeout.ms"),
+        Some("50000")
     );
 }
 
@@ -1071,4 +1074,52 @@ fn oauth_client_secrets_and_key_passphrases_are_hidden() {
         "{text}"
     );
     assert!(!text.contains("s3cr3t"), "{text}");
+}
+
+#[test]
+fn client_keys_that_change_nothing_are_listed_per_role() {
+    let config = two("A->B.enabled = true\n\
+         A.consumer.max.poll.records = 10\n\
+         A->B.target.producer.compression.type = zstd\n\
+         B.producer.linger.ms = 5\n\
+         A->B.source.consumer.fetch.max.wait = 100\n\
+         A.admin.fetch.min.bytes = 5\n\
+         A.consumer.fetch.min.bytes = 5\n\
+         B.producer.acks = all\n\
+         A.consumer.client.id = mirror\n\
+         A.consumer.group.id = g\n");
+    let ignored: Vec<String> = config.ignored().iter().map(|i| i.to_string()).collect();
+    let line = |key: &str| ignored.iter().find(|i| i.contains(&format!("`{key}`"))).cloned();
+    assert!(
+        line("A.consumer.max.poll.records").is_some_and(|l| l.contains("no poll loop")),
+        "{ignored:?}"
+    );
+    assert!(
+        line("A->B.target.producer.compression.type")
+            .is_some_and(|l| l.contains("forwarded compressed as the source wrote them")),
+        "{ignored:?}"
+    );
+    assert!(line("B.producer.linger.ms").is_some(), "{ignored:?}");
+    assert!(
+        line("A->B.source.consumer.fetch.max.wait").is_some_and(
+            |l| l.contains("did you mean `fetch.max.wait.ms`?") && l.contains("Strait's consumer reads only")
+        ),
+        "{ignored:?}"
+    );
+    assert!(
+        line("A.admin.fetch.min.bytes").is_some_and(|l| l.contains("Strait's admin reads only")),
+        "{ignored:?}"
+    );
+    assert!(
+        line("A.consumer.group.id").is_some_and(|l| l.contains("no consumer group")),
+        "{ignored:?}"
+    );
+    assert_eq!(ignored.len(), 6, "honoured keys are not listed: {ignored:?}");
+    let flow = config.flow("A", "B").unwrap();
+    assert_eq!(flow.source.consumer().get("fetch.min.bytes").unwrap().value, "5");
+    assert!(
+        flow.source.consumer().get("max.poll.records").is_none(),
+        "an ignored key is passed to no client"
+    );
+    assert_eq!(flow.source.consumer().get("client.id").unwrap().value, "mirror");
 }
