@@ -234,6 +234,7 @@ impl Mm2Config {
                     .to_owned(),
             );
         }
+        scopes.ignore_unused_roles(&flows);
         let cluster_configs = clusters.iter().map(|a| scopes.client(a, None)).collect();
         Ok(Mm2Config {
             http_listener,
@@ -613,6 +614,50 @@ impl<'p> Scopes<'p> {
             }
             None => false,
         }
+    }
+
+    /// Lists the role keys that no client of `flows` reads: the mirror fetches with the consumer
+    /// view of a flow's source and writes (data, heartbeats, and offset syncs on the source) with
+    /// the consumer view of its source and the producer view of its target, so a cluster's
+    /// consumer keys mean something only if it is the source of an enabled flow, its producer
+    /// keys only if it is a target. Admin keys serve `plan`, `lag`, `translate` and `checkpoints`.
+    fn ignore_unused_roles(&mut self, flows: &[FlowConfig]) {
+        let is_source = |alias: &str| flows.iter().any(|f| f.enabled && f.source.alias == alias);
+        let is_target = |alias: &str| flows.iter().any(|f| f.target.alias == alias);
+        let mut unused = Vec::new();
+        for (alias, keys) in &self.clusters {
+            for (sub, prop) in keys {
+                let reason = match split_role(sub) {
+                    Some((ClientRole::Consumer, _)) if !is_source(alias) => format!(
+                        "`{alias}` is the source of no enabled flow, and Strait reads consumer keys only on the clusters it fetches from"
+                    ),
+                    Some((ClientRole::Producer, _)) if !is_target(alias) => format!(
+                        "`{alias}` is the target of no flow, and Strait reads producer keys only on the clusters it mirrors into; \
+                         offset syncs written to a source use its consumer view's connection"
+                    ),
+                    _ => continue,
+                };
+                unused.push((*prop, reason));
+            }
+        }
+        for ((source, target), keys) in &self.flows {
+            for (sub, prop) in keys {
+                let reason = if sub.starts_with("target.consumer.") {
+                    format!("Strait has no consumer on the target `{target}`; consumer keys are read on the source")
+                } else if sub.starts_with("source.producer.") {
+                    format!(
+                        "Strait has no producer view on the source `{source}`: offset syncs written there use its consumer view's connection"
+                    )
+                } else {
+                    continue;
+                };
+                unused.push((*prop, reason));
+            }
+        }
+        for (prop, reason) in unused {
+            self.ignore(prop, reason);
+        }
+        self.ignored.sort_by_key(|ignored| ignored.line);
     }
 
     /// Validates an MM2 connector key (or deprecated alias); false if `name` is not one.

@@ -1123,3 +1123,35 @@ fn client_keys_that_change_nothing_are_listed_per_role() {
     );
     assert_eq!(flow.source.consumer().get("client.id").unwrap().value, "mirror");
 }
+
+#[test]
+fn role_keys_of_a_side_no_client_plays_are_listed() {
+    let config = two("A->B.enabled = true\n\
+         B.consumer.fetch.min.bytes = 5\n\
+         A.producer.acks = 1\n\
+         B->A.emit.heartbeats.enabled = false\n\
+         A->B.target.consumer.isolation.level = read_committed\n\
+         A->B.source.producer.request.timeout.ms = 5000\n\
+         A.consumer.fetch.min.bytes = 5\n\
+         B.producer.acks = all\n\
+         A.admin.request.timeout.ms = 5000\n");
+    let ignored: Vec<(usize, &str)> = config.ignored().iter().map(|i| (i.line, i.key.as_str())).collect();
+    assert_eq!(
+        ignored,
+        [
+            (5, "B.consumer.fetch.min.bytes"),
+            (6, "A.producer.acks"),
+            (8, "A->B.target.consumer.isolation.level"),
+            (9, "A->B.source.producer.request.timeout.ms"),
+        ]
+    );
+    assert!(config.ignored()[0]
+        .reason
+        .contains("`B` is the source of no enabled flow"));
+    assert!(config.ignored()[1].reason.contains("`A` is the target of no flow"));
+    // B->A emits heartbeats into A (MM2's default for every pair), so A's producer is used.
+    let config = two("A->B.enabled = true\nB->A.enabled = true\nB.consumer.fetch.min.bytes = 5\n");
+    assert!(config.ignored().is_empty(), "{:?}", config.ignored());
+    let config = two("A->B.enabled = true\nA.producer.acks = all\n");
+    assert!(config.ignored().is_empty(), "{:?}", config.ignored());
+}
