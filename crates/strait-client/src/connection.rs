@@ -102,6 +102,8 @@ struct Shared {
     closing: Arc<Notify>,
     /// Set once, right after connecting, from ApiVersions.
     versions: std::sync::OnceLock<HashMap<i16, VersionRange>>,
+    /// The cluster's finalized feature levels (`transaction.version`, …), from ApiVersions v3+.
+    features: std::sync::OnceLock<HashMap<String, i16>>,
     /// Requests are queued under a shared hold; a re-authentication (KIP-368) takes it alone,
     /// so that no other request comes between its SASL messages.
     gate: tokio::sync::RwLock<()>,
@@ -158,6 +160,7 @@ impl BrokerConnection {
                 writer,
                 closing: Arc::new(Notify::new()),
                 versions: std::sync::OnceLock::new(),
+                features: std::sync::OnceLock::new(),
                 gate: tokio::sync::RwLock::new(()),
             }),
         };
@@ -173,12 +176,13 @@ impl BrokerConnection {
                 connection.start_io(read, write, requests);
             }
         }
-        let versions = connection.api_versions().await?;
+        let (versions, features) = connection.api_versions().await?;
         connection
             .shared
             .versions
             .set(versions)
             .expect("versions are negotiated once");
+        let _ = connection.shared.features.set(features);
         if let Some(sasl) = sasl {
             if let Some(lifetime) = connection.authenticate(&sasl).await? {
                 tokio::spawn(reauthenticate(Arc::downgrade(&connection.shared), sasl, lifetime));
@@ -461,9 +465,19 @@ impl BrokerConnection {
         })
     }
 
+    /// The finalized level of cluster feature `name` (`transaction.version`, KIP-890) as this
+    /// broker reported it; 0 when it reports none (a feature not finalized is at level 0).
+    pub fn feature_level(&self, name: &str) -> i16 {
+        self.shared
+            .features
+            .get()
+            .and_then(|features| features.get(name).copied())
+            .unwrap_or(0)
+    }
+
     /// ApiVersions, first at v3; a broker that does not speak v3 answers with its own range
-    /// (KIP-511), and we retry at v0.
-    async fn api_versions(&self) -> Result<HashMap<i16, VersionRange>> {
+    /// (KIP-511), and we retry at v0. Also the finalized feature levels (v3+).
+    async fn api_versions(&self) -> Result<(HashMap<i16, VersionRange>, HashMap<String, i16>)> {
         let request = ApiVersionsRequest::default()
             .with_client_software_name(StrBytes::from_static_str("strait"))
             .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
@@ -476,7 +490,7 @@ impl BrokerConnection {
             || format!("ApiVersions to {}", self.shared.broker),
             None,
         )?;
-        Ok(response
+        let versions = response
             .api_keys
             .iter()
             .map(|k| {
@@ -488,7 +502,13 @@ impl BrokerConnection {
                     },
                 )
             })
-            .collect())
+            .collect();
+        let features = response
+            .finalized_features
+            .iter()
+            .map(|f| (f.name.to_string(), f.max_version_level))
+            .collect();
+        Ok((versions, features))
     }
 }
 

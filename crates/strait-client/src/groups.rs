@@ -7,7 +7,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::{
-    ApiKey, DescribeGroupsRequest, FindCoordinatorRequest, GroupId, ListGroupsRequest, OffsetCommitRequest,
+    ApiKey, DescribeGroupsRequest, GroupId, ListGroupsRequest, OffsetCommitRequest,
     OffsetFetchRequest,
 };
 use kafka_protocol::protocol::StrBytes;
@@ -47,26 +47,7 @@ pub struct GroupDescription {
 impl KafkaClient {
     /// The connection to `group`'s coordinator.
     pub async fn group_coordinator(&self, group: &str) -> Result<BrokerConnection> {
-        let connection = self.any_connection().await?;
-        // v4+ asks for a list of keys; older versions for one.
-        let request = if connection.version(kafka_protocol::messages::ApiKey::FindCoordinator)? >= 4 {
-            FindCoordinatorRequest::default().with_coordinator_keys(vec![StrBytes::from_string(group.into())])
-        } else {
-            FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.into()))
-        };
-        let response = connection.send(&request).await?;
-        let context = || format!("FindCoordinator {group}");
-        let node = match response.coordinators.first() {
-            Some(c) => {
-                Error::check(c.error_code, context, c.error_message.as_deref())?;
-                c.node_id.0
-            }
-            None => {
-                Error::check(response.error_code, context, response.error_message.as_deref())?;
-                response.node_id.0
-            }
-        };
-        self.connection(node).await
+        self.coordinator(0, group).await
     }
 
     /// Every group of the cluster (ListGroups on every broker).

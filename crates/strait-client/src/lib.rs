@@ -17,6 +17,8 @@
 //! - `produce`: the Produce request encoded by hand ([`encode_produce_request`]) so that record
 //!   batches go from the fetch response to the socket without being copied, for many partitions
 //!   per request, and its answer unwrapped per partition ([`produced_partitions`]).
+//! - `transactions`: a transactional producer's coordinator requests (InitProducerId with a
+//!   `transactional.id`, AddPartitionsToTxn, EndTxn) and the cluster's transaction version.
 //! - `backoff`: [`Backoff`], exponential with jitter, for every retry; `versions`: the versions
 //!   of each API Strait speaks.
 //! - `error`: [`Error`], with Kafka's error codes by name ([`KafkaCode`]).
@@ -39,6 +41,7 @@ mod pem;
 mod produce;
 mod sasl;
 mod security;
+mod transactions;
 mod versions;
 
 pub use acls::{
@@ -61,6 +64,7 @@ pub use produce::{
     PendingProduce, ProducedPartition, TopicRecords,
 };
 pub use security::{SaslConfig, SaslCredentials, SaslMechanism, Secret, Security, TlsConfig};
+pub use transactions::TRANSACTION_VERSION_FEATURE;
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

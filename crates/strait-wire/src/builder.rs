@@ -3,7 +3,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::batch::{CRC_AT, CRC_START, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
+use crate::batch::{ATTR_TRANSACTIONAL, CRC_AT, CRC_START, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
 use crate::compression::compress;
 use crate::varint::put_varlong;
 use crate::{decode_records, Compression, Header, ProducerState, RecordBatch, TimestampType, WireError};
@@ -116,7 +116,8 @@ impl RecordBatchBuilder {
         batch.put_i32(-1); // partitionLeaderEpoch: the leader stamps it.
         batch.put_i8(2); // magic
         batch.put_u32(0); // crc, set below
-        batch.put_i16(self.compression.bits());
+        let transactional = if self.producer.transactional { ATTR_TRANSACTIONAL } else { 0 };
+        batch.put_i16(self.compression.bits() | transactional);
         batch.put_i32(count - 1); // lastOffsetDelta
         batch.put_i64(base_timestamp);
         batch.put_i64(max_timestamp);
@@ -274,6 +275,7 @@ mod tests {
                 producer_id: 12,
                 producer_epoch: 3,
                 base_sequence: 40,
+                transactional: false,
             });
         assert!(builder.is_empty());
         for timestamp in [500, 100, 900, 300] {
@@ -466,5 +468,19 @@ mod tests {
         assert!(split_batch(&RecordBatch::new(single.build()).unwrap())
             .unwrap()
             .is_none());
+    }
+
+    #[test]
+    fn a_transactional_producer_sets_the_transactional_bit() {
+        let mut builder = RecordBatchBuilder::new().producer(ProducerState {
+            producer_id: 12,
+            producer_epoch: 3,
+            base_sequence: 0,
+            transactional: true,
+        });
+        builder.push(Some("k".into()), Some("v".into()), vec![], 1);
+        let batch = RecordBatch::new(builder.build()).unwrap();
+        batch.verify_crc().unwrap();
+        assert!(batch.is_transactional() && !batch.is_control());
     }
 }

@@ -16,6 +16,10 @@ pub struct ProducerState {
     pub producer_epoch: i16,
     /// The sequence number of the batch's first record (-1 with no producer id).
     pub base_sequence: i32,
+    /// Whether the batch is part of the producer's open transaction: the transactional
+    /// attribute bit is set (an exactly-once mirror) or cleared (a source transaction's batch
+    /// forwarded by an idempotent mirror, which a target refuses without a transactional id).
+    pub transactional: bool,
 }
 
 impl ProducerState {
@@ -25,6 +29,7 @@ impl ProducerState {
         producer_id: -1,
         producer_epoch: -1,
         base_sequence: -1,
+        transactional: false,
     };
 }
 
@@ -71,8 +76,9 @@ impl RecordBatch {
     /// for a non-idempotent mirror). Nothing of the records section is copied or decompressed.
     ///
     /// The new header has baseOffset 0 (required of producers), partitionLeaderEpoch -1, the
-    /// producer fields, and the transactional and delete-horizon attribute bits cleared; the
-    /// CRC is recomputed over it and the unchanged records section. Everything else is kept.
+    /// producer fields, the transactional bit as `producer` says and the delete-horizon bit
+    /// cleared; the CRC is recomputed over it and the unchanged records section. Everything
+    /// else is kept.
     ///
     /// Delete horizon: the bit would hand the target the source cluster's deadline for
     /// removing tombstones, so it is cleared. baseTimestamp is left as it is: with the bit set
@@ -120,7 +126,8 @@ impl RecordBatch {
         header.put_i32(-1);
         header.put_i8(2);
         header.put_u32(0); // crc, set below
-        header.put_i16(self.attributes() & !clear);
+        let transactional = if producer.transactional { ATTR_TRANSACTIONAL } else { 0 };
+        header.put_i16(self.attributes() & !clear | transactional);
         header.put_i32(self.last_offset_delta());
         header.put_i64(self.base_timestamp());
         header.put_i64(self.max_timestamp());
@@ -149,6 +156,7 @@ mod tests {
         producer_id: 9,
         producer_epoch: 2,
         base_sequence: 40,
+        transactional: false,
     };
 
     /// A fetched, transactional, delete-horizon, LogAppendTime LZ4 batch at offset 5000.
@@ -280,5 +288,20 @@ mod tests {
             empty.rewrite(PRODUCER),
             Err(WireError::NotContiguous { records_count: 0, .. })
         ));
+    }
+
+    #[test]
+    fn a_transactional_producer_marks_the_forwarded_batch_transactional() {
+        let batch = fetched();
+        let producer = ProducerState {
+            transactional: true,
+            ..PRODUCER
+        };
+        let rewritten = RecordBatch::new(Bytes::from(batch.rewrite(producer).unwrap().into_parts().concat())).unwrap();
+        rewritten.verify_crc().unwrap();
+        assert_eq!(rewritten.attributes(), 0x10 | 0x08 | 3, "transactional kept, delete horizon cleared");
+        let plain = RecordBatch::new(stored(&sample(Compression::Lz4), 0, 0, 1)).unwrap();
+        let rewritten = RecordBatch::new(Bytes::from(plain.rewrite(producer).unwrap().into_parts().concat())).unwrap();
+        assert!(rewritten.is_transactional(), "set on a batch that had no bit");
     }
 }
