@@ -7,8 +7,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
 use kafka_protocol::messages::{
-    ApiKey, DescribeGroupsRequest, GroupId, ListGroupsRequest, OffsetCommitRequest,
-    OffsetFetchRequest,
+    ApiKey, DescribeGroupsRequest, GroupId, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 

@@ -75,7 +75,11 @@ impl KafkaClient {
                 .with_transaction_timeout_ms(timeout_ms)
                 .with_producer_id(ProducerId(-1))
                 .with_producer_epoch(-1);
-            let response = self.coordinator(TRANSACTION_KEY, transactional_id).await?.send(&request).await?;
+            let response = self
+                .coordinator(TRANSACTION_KEY, transactional_id)
+                .await?
+                .send(&request)
+                .await?;
             Error::check(
                 response.error_code,
                 || format!("InitProducerId {transactional_id}"),
@@ -121,7 +125,11 @@ impl KafkaClient {
                 .with_v3_and_below_producer_epoch(identity.producer_epoch)
                 .with_v3_and_below_topics(topics.clone());
             let response = connection.send_version(&request, version).await?;
-            Error::check(response.error_code, || format!("AddPartitionsToTxn {transactional_id}"), None)?;
+            Error::check(
+                response.error_code,
+                || format!("AddPartitionsToTxn {transactional_id}"),
+                None,
+            )?;
             for topic in &response.results_by_topic_v3_and_below {
                 for result in &topic.results_by_partition {
                     Error::check(

@@ -116,7 +116,11 @@ impl RecordBatchBuilder {
         batch.put_i32(-1); // partitionLeaderEpoch: the leader stamps it.
         batch.put_i8(2); // magic
         batch.put_u32(0); // crc, set below
-        let transactional = if self.producer.transactional { ATTR_TRANSACTIONAL } else { 0 };
+        let transactional = if self.producer.transactional {
+            ATTR_TRANSACTIONAL
+        } else {
+            0
+        };
         batch.put_i16(self.compression.bits() | transactional);
         batch.put_i32(count - 1); // lastOffsetDelta
         batch.put_i64(base_timestamp);

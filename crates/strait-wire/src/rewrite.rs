@@ -299,7 +299,11 @@ mod tests {
         };
         let rewritten = RecordBatch::new(Bytes::from(batch.rewrite(producer).unwrap().into_parts().concat())).unwrap();
         rewritten.verify_crc().unwrap();
-        assert_eq!(rewritten.attributes(), 0x10 | 0x08 | 3, "transactional kept, delete horizon cleared");
+        assert_eq!(
+            rewritten.attributes(),
+            0x10 | 0x08 | 3,
+            "transactional kept, delete horizon cleared"
+        );
         let plain = RecordBatch::new(stored(&sample(Compression::Lz4), 0, 0, 1)).unwrap();
         let rewritten = RecordBatch::new(Bytes::from(plain.rewrite(producer).unwrap().into_parts().concat())).unwrap();
         assert!(rewritten.is_transactional(), "set on a batch that had no bit");
