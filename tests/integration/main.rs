@@ -7,6 +7,7 @@ mod checkpoints;
 mod data_path;
 mod deploy;
 mod faults;
+mod import;
 mod mirror;
 mod oauth;
 mod operations;

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 /// Result alias used throughout the crate.
 pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
-/// Everything that can be wrong with an `mm2.properties` file.
+/// Everything that can be wrong with an `mm2.properties` file (or with the connector configs or
+/// Strimzi resource it is imported from).
 ///
 /// Every variant that comes from a line of the file carries that line number and the full key as
 /// written, and its message says what to change.
@@ -145,6 +146,50 @@ pub enum ConfigError {
         /// True when the flow is disabled and only writes heartbeats into its target.
         heartbeats_only: bool,
     },
+
+    /// A connector config or Strimzi resource that cannot be read as MM2 configuration: an
+    /// unknown shape, a value of the wrong type, two connectors disagreeing, an unsupported
+    /// setting. `origin` names the file and the JSON key or YAML path.
+    #[error("{origin}: {reason}")]
+    Import {
+        /// The file, and the key or path in it (`source.json: "topics"`,
+        /// `mm2.yaml: spec.clusters[0].authentication.type`).
+        origin: String,
+        /// What is wrong and what to do.
+        reason: String,
+    },
+
+    /// An error in the `mm2.properties` built from connector configs or a Strimzi resource,
+    /// with where the offending line came from.
+    #[error("{source} [line {line} of what `strait import` prints for these files; it comes from {origin}]")]
+    Imported {
+        /// The line of the imported properties.
+        line: usize,
+        /// The file and key or path the line was made from.
+        origin: String,
+        /// The error, as `check-config` reports it for the imported properties.
+        source: Box<ConfigError>,
+    },
+}
+
+impl ConfigError {
+    /// The line of the `mm2.properties` text the error is about, if it is about one.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ConfigError::MalformedEscape { line, .. }
+            | ConfigError::InvalidAlias { line, .. }
+            | ConfigError::UnknownKey { line, .. }
+            | ConfigError::UnknownAlias { line, .. }
+            | ConfigError::SelfFlow { line, .. }
+            | ConfigError::InvalidValue { line, .. }
+            | ConfigError::Provider { line, .. }
+            | ConfigError::Refused { line, .. }
+            | ConfigError::InvalidRegex { line, .. }
+            | ConfigError::MissingBootstrapServers { line, .. }
+            | ConfigError::Imported { line, .. } => Some(*line),
+            ConfigError::Io { .. } | ConfigError::MissingClusters | ConfigError::Import { .. } => None,
+        }
+    }
 }
 
 fn suggestion_text(suggestion: &Option<String>) -> String {

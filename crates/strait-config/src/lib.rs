@@ -2,8 +2,13 @@
 //! the Strait mirror engine asks: which flows run, how each cluster's clients connect, which
 //! topics, groups and topic configs are copied, and how remote topics are named.
 //!
-//! The crate is pure: no async runtime and no I/O besides [`Mm2Config::from_path`] and the
-//! config providers a file names (which read files, folders and environment variables).
+//! It also reads the same configuration in the shapes other tools keep it: the JSON configs of
+//! MM2's three connectors (Connect REST bodies, MSK Connect) and a Strimzi `KafkaMirrorMaker2`
+//! resource, turned into `mm2.properties` text ([`Imported`]).
+//!
+//! The crate is pure: no async runtime and no I/O besides [`Mm2Config::from_path`],
+//! [`Mm2Config::from_paths`] and the config providers a file names (which read files, folders
+//! and environment variables).
 //!
 //! # Example
 //!
@@ -60,6 +65,11 @@
 //! * `providers`: Kafka's config providers (`config.providers`; file, directory and environment
 //!   variable), resolving `${alias:path:key}` placeholders in every value before anything else
 //!   reads it, and keeping the text as written for renderings and errors.
+//! * [`Imported`] (module `import`): connector configs (`import/json.rs` reads the three JSON
+//!   shapes, `import/connectors.rs` merges connectors into flows) and Strimzi resources
+//!   (`import/strimzi.rs`, with `import/yaml.rs` keeping each node's line) written as
+//!   `mm2.properties` text whose every setting names the file and key or path it came from;
+//!   that text is then read like any `mm2.properties`.
 //! * [`ConfigError`]: the crate's single error type; messages name the line and key.
 //!
 //! # Key scopes
@@ -123,6 +133,7 @@ mod data_path;
 mod error;
 mod filter;
 mod flow;
+mod import;
 mod keys;
 mod mm2;
 mod policy;
@@ -137,5 +148,6 @@ pub use data_path::{Acks, FetchSettings, ProduceSettings};
 pub use error::{ConfigError, Result};
 pub use filter::{ConfigPropertyFilter, GroupFilter, TopicFilter, UseDefaultsFrom};
 pub use flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule, SkipReason};
+pub use import::{ImportOptions, Imported, STRIMZI_MOUNT_ROOT};
 pub use mm2::{IgnoredKey, Mm2Config};
 pub use policy::{PolicyKind, ReplicationPolicy};

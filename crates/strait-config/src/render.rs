@@ -84,6 +84,14 @@ fn write_setting(f: &mut fmt::Formatter<'_>, name: &str, value: &str, origin: &O
 
 impl fmt::Display for Mm2Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(files) = &self.imported_from {
+            writeln!(
+                f,
+                "# imported from {}: line numbers are those of `strait import {}`",
+                files.join(", "),
+                files.join(" ")
+            )?;
+        }
         writeln!(f, "clusters = {}", self.clusters.join(", "))?;
         if let Some(listener) = &self.http_listener {
             writeln!(f, "strait.http.listener = {listener}")?;
@@ -171,7 +179,8 @@ fn flow_json(flow: &FlowConfig) -> Value {
 impl Mm2Config {
     /// The effective configuration as JSON: `clusters`, `http_listener`, `buffer_memory`,
     /// `fetchers_per_broker` and `producers_per_broker` (`strait.*` keys), `shutdown_timeout_ms`
-    /// (`task.shutdown.graceful.timeout.ms`), `flows` (each with `settings`, `source_fetch`
+    /// (`task.shutdown.graceful.timeout.ms`), `imported_from` (the connector configs or Strimzi
+    /// resource read, or null), `flows` (each with `settings`, `source_fetch`
     /// and `target_produce` by Kafka key, and `clients`, the role views as given to the clients),
     /// `ignored` and `warnings`; every value with its `origin`. Secrets are hidden.
     pub fn to_json(&self) -> Value {
@@ -182,6 +191,7 @@ impl Mm2Config {
                 .map_or(Value::Null, |(name, s)| setting_json(shown(name, s), &s.origin))
         };
         json!({
+            "imported_from": self.imported_from,
             "clusters": self.clusters,
             "http_listener": self.http_listener,
             "buffer_memory": process(BUFFER_MEMORY),

@@ -23,6 +23,9 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Parse an MM2 configuration and print the effective flows and settings.
     CheckConfig(cmd::check_config::CheckConfigArgs),
+    /// Print the mm2.properties equivalent to MM2's connector configs (JSON) or a Strimzi
+    /// KafkaMirrorMaker2 resource (YAML), each setting after a comment naming its origin.
+    Import(cmd::import::ImportArgs),
     /// Show which topics each flow would replicate, their remote names, and which are skipped
     /// and why, without writing anything.
     Plan(cmd::plan::PlanArgs),
@@ -65,6 +68,7 @@ fn execute(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => runtime.block_on(cmd::run::run(args)),
         Command::CheckConfig(args) => cmd::check_config::check_config(args),
+        Command::Import(args) => cmd::import::import(args),
         Command::Plan(args) => runtime.block_on(cmd::plan::run(args)),
         Command::Status(args) => runtime.block_on(cmd::status::run_status(args)),
         Command::Lag(args) => runtime.block_on(cmd::lag::run_lag(args)),

@@ -1,14 +1,12 @@
 //! `strait check-config`: the effective flows and settings, and what is ignored.
 
-use std::path::PathBuf;
-
-use super::load;
+use super::{load, ConfigArgs};
 
 /// Options of `strait check-config`.
 #[derive(Debug, clap::Args)]
 pub struct CheckConfigArgs {
-    /// The MirrorMaker 2 configuration (`mm2.properties`).
-    config: PathBuf,
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,

@@ -1,19 +1,17 @@
 //! `strait checkpoints`: the latest checkpoints (consumer group positions translated for the
 //! target).
 
-use std::path::PathBuf;
-
 use strait_client::KafkaClient;
 use strait_config::ClientRole;
 use strait_mirror::{client_config, MirrorError};
 use strait_wire::Checkpoint;
 
-use super::load;
+use super::{load, ConfigArgs};
 /// Options of `strait checkpoints`.
 #[derive(Debug, clap::Args)]
 pub struct CheckpointsArgs {
-    /// The MirrorMaker 2 configuration (`mm2.properties`).
-    config: PathBuf,
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Only this consumer group.
     #[arg(long)]
     group: Option<String>,
@@ -24,7 +22,7 @@ pub struct CheckpointsArgs {
 
 /// The latest checkpoints of every enabled flow, as (source alias, target alias, checkpoint).
 pub(crate) async fn checkpoints(
-    config: &PathBuf,
+    config: &ConfigArgs,
     group: Option<&str>,
 ) -> anyhow::Result<Vec<(String, String, Checkpoint)>> {
     let config = load(config)?;

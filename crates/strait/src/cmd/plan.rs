@@ -1,18 +1,16 @@
 //! `strait plan`: what each flow would replicate, without writing anything.
 
-use std::path::PathBuf;
-
 use strait_client::KafkaClient;
 use strait_config::ClientRole;
 use strait_mirror::{client_config, MirrorError};
 
-use super::load;
+use super::{load, ConfigArgs};
 
 /// Options of `strait plan`.
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
-    /// The MirrorMaker 2 configuration (`mm2.properties`).
-    config: PathBuf,
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,

@@ -2,20 +2,19 @@
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use strait_mirror::Stats;
 
-use super::load;
+use super::{load, ConfigArgs};
 
 /// Options of `strait run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The MirrorMaker 2 configuration (`mm2.properties`).
-    config: PathBuf,
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Only run flows whose target is one of these clusters (MM2's `--clusters`).
     #[arg(long, num_args = 1..)]
     clusters: Vec<String>,
@@ -37,7 +36,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         !flows.is_empty(),
         "no source->target flow to run in {}{}: enable one with e.g. `A->B.enabled = true`",
-        args.config.display(),
+        args.config.names(),
         if args.clusters.is_empty() {
             String::new()
         } else {

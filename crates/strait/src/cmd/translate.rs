@@ -1,14 +1,13 @@
 //! `strait translate`: the target offsets a consumer group failing over should use.
 
-use std::path::PathBuf;
-
 use super::checkpoints::checkpoints;
+use super::ConfigArgs;
 
 /// Options of `strait translate`.
 #[derive(Debug, clap::Args)]
 pub struct TranslateArgs {
-    /// The MirrorMaker 2 configuration (`mm2.properties`).
-    config: PathBuf,
+    #[command(flatten)]
+    config: ConfigArgs,
     /// The consumer group failing over.
     #[arg(long)]
     group: String,
