@@ -98,6 +98,9 @@ pub struct ProduceSettings {
     pub delivery_timeout_ms: i32,
     /// `max.in.flight.requests.per.connection` (default 5, 1 to 5).
     pub max_in_flight: i32,
+    /// `transaction.timeout.ms` (default 60000, at least 1): in exactly-once mode, how long the
+    /// target's transaction coordinator lets a transaction stay open before it aborts it.
+    pub transaction_timeout_ms: i32,
 }
 
 impl Default for ProduceSettings {
@@ -108,6 +111,7 @@ impl Default for ProduceSettings {
             request_timeout_ms: 30_000,
             delivery_timeout_ms: 120_000,
             max_in_flight: 5,
+            transaction_timeout_ms: 60_000,
         }
     }
 }
@@ -130,6 +134,7 @@ pub(crate) const PRODUCE_KEYS: &[&str] = &[
     "delivery.timeout.ms",
     "max.in.flight.requests.per.connection",
     "enable.idempotence",
+    "transaction.timeout.ms",
 ];
 
 const JAVA_INT_AT_LEAST_0: &str = "an integer from 0 to 2147483647 (Java int)";
@@ -169,7 +174,7 @@ pub(crate) fn check_producer_value(name: &str, raw: Raw<'_>) -> Result<Option<&'
     match name {
         "acks" => Ok((parse_acks(raw)? == Acks::Leader).then_some(ACKS_WARNING)),
         "max.request.size" | "delivery.timeout.ms" => int_at_least_0(raw).map(|_| None),
-        "request.timeout.ms" => parse_request_timeout(raw).map(|_| None),
+        "request.timeout.ms" | "transaction.timeout.ms" => parse_request_timeout(raw).map(|_| None),
         "max.in.flight.requests.per.connection" => parse_max_in_flight(raw).map(|_| None),
         "enable.idempotence" => check_idempotence(raw).map(|_| None),
         _ => Ok(None),
@@ -334,6 +339,12 @@ impl ProduceSettings {
             parse_max_in_flight,
         )?;
         let (_, idempotence_from) = typed(view, "enable.idempotence", (), check_idempotence)?;
+        let (transaction_timeout_ms, transaction_from) = typed(
+            view,
+            "transaction.timeout.ms",
+            d.transaction_timeout_ms,
+            parse_request_timeout,
+        )?;
 
         // KafkaProducer.configureDeliveryTimeout, with linger.ms = 0 (Strait does not linger).
         if delivery_timeout_ms < request_timeout_ms {
@@ -367,6 +378,11 @@ impl ProduceSettings {
                 in_flight_from,
             ),
             shown("enable.idempotence", "true".to_owned(), idempotence_from),
+            shown(
+                "transaction.timeout.ms",
+                transaction_timeout_ms.to_string(),
+                transaction_from,
+            ),
         ];
         let settings = ProduceSettings {
             acks,
@@ -374,6 +390,7 @@ impl ProduceSettings {
             request_timeout_ms,
             delivery_timeout_ms,
             max_in_flight,
+            transaction_timeout_ms,
         };
         Ok((settings, shown))
     }

@@ -115,6 +115,13 @@ pub struct FlowConfig {
     pub admin_timeout_ms: i64,
     /// `consumer.poll.timeout.ms` (default 1000).
     pub consumer_poll_timeout_ms: i64,
+    /// Exactly-once mode (KIP-618): `<target>.exactly.once.source.support = enabled` (or
+    /// top-level). Data and positions are written in transactions into the target.
+    pub exactly_once: bool,
+    /// In exactly-once mode, how often a transaction commits: `transaction.boundary.interval.ms`
+    /// (default 1000) for `transaction.boundary = poll` (MM2's default, which has no meaning
+    /// without a poll loop) or `interval`.
+    pub transaction_interval: Duration,
     /// The replication consumer's `isolation.level` (default read_uncommitted).
     pub source_isolation_level: IsolationLevel,
     /// The replication consumer's `auto.offset.reset` (default earliest).

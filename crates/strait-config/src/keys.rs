@@ -110,6 +110,17 @@ pub(crate) const CONNECTOR_KEYS: &[KeyDef] = &[
     key("emit.heartbeats.enabled", Kind::Bool, "true"),
     key("emit.heartbeats.interval.seconds", Kind::Long, "1"),
     key("heartbeats.topic.replication.factor", Kind::Short, "3"),
+    key(
+        "exactly.once.support",
+        Kind::Choice(&["requested", "required"]),
+        "requested",
+    ),
+    key(
+        "transaction.boundary",
+        Kind::Choice(&["poll", "interval", "connector"]),
+        "poll",
+    ),
+    key("transaction.boundary.interval.ms", Kind::Long, "1000"),
     key("admin.timeout.ms", Kind::Long, "60000"),
     key("consumer.poll.timeout.ms", Kind::Long, "1000"),
     key(
@@ -133,6 +144,13 @@ pub(crate) const CONNECTOR_KEYS: &[KeyDef] = &[
         "org.apache.kafka.clients.admin.ForwardingAdmin",
     ),
 ];
+
+/// Connect's worker key that switches exactly-once on (KIP-618), read as MM2's dedicated mode
+/// reads worker keys: `<target>.exactly.once.source.support` for the flows into `<target>`,
+/// else top-level.
+pub(crate) const EXACTLY_ONCE_SOURCE_SUPPORT: &str = "exactly.once.source.support";
+/// Its values: `preparing` is MM2's rollout step, which writes no transactions yet.
+pub(crate) const EXACTLY_ONCE_VALUES: &[&str] = &["disabled", "preparing", "enabled"];
 
 /// Deprecated exclude aliases accepted by MM2 2.8–3.9 (KIP-629), with their replacement.
 pub(crate) const DEPRECATED_KEYS: &[(&str, &str)] = &[
@@ -305,11 +323,7 @@ const IGNORED_KEYS: &[(&str, &str)] = &[
     ("transforms", "Connect single message transforms are not supported"),
     ("predicates", "Connect single message transforms are not supported"),
     ("config.action.reload", WHY_CONNECTOR),
-    ("exactly.once.support", WHY_CONNECTOR),
-    ("transaction.boundary", WHY_CONNECTOR),
-    ("transaction.boundary.interval.ms", WHY_CONNECTOR),
     ("offsets.storage.topic", WHY_STORAGE),
-    ("exactly.once.source.support", WHY_WORKER),
     ("offset.flush.interval.ms", WHY_WORKER),
     ("offset.flush.timeout.ms", WHY_WORKER),
     ("scheduled.rebalance.max.delay.ms", WHY_WORKER),
@@ -366,8 +380,8 @@ const WHY_NO_CLASSES: &str = "custom Java classes cannot be loaded by Strait";
 const WHY_BACKOFF: &str =
     "Strait retries and reconnects with its own exponential backoff with jitter (from 100 ms to a few \
      seconds); it has no per-client setting";
-const WHY_NO_TRANSACTIONS: &str =
-    "Strait's producer is idempotent and not transactional: it writes no transactions, so a transactional id has nothing to name";
+const WHY_OWN_TRANSACTIONAL_ID: &str = "Strait names its transactional ids itself (strait-<source>-<target>-<n>), \
+     never after MM2's tasks, whose running producers they would fence";
 
 /// Kafka client keys of some role that Strait does not read, with the reason. A key of a role
 /// that is neither read ([`honoured_role_key`]) nor listed here gets a generic reason naming
@@ -421,8 +435,7 @@ const ROLE_KEYS_WITHOUT_EFFECT: &[(&str, &str)] = &[
         "retries",
         "Strait retries a batch until delivery.timeout.ms has passed, as Kafka's producer does with its default retries",
     ),
-    ("transactional.id", WHY_NO_TRANSACTIONS),
-    ("transaction.timeout.ms", WHY_NO_TRANSACTIONS),
+    ("transactional.id", WHY_OWN_TRANSACTIONAL_ID),
     (
         "max.block.ms",
         "Strait never blocks a send on buffer space: strait.buffer.memory holds fetching back instead",
@@ -611,7 +624,12 @@ pub(crate) fn known_names() -> impl Iterator<Item = &'static str> {
         .chain(FETCH_KEYS.iter().copied())
         .chain(PRODUCE_KEYS.iter().copied())
         .chain(KNOWN_SECURITY_KEYS.iter().copied())
-        .chain(["clusters", "bootstrap.servers", "security.protocol"])
+        .chain([
+            "clusters",
+            "bootstrap.servers",
+            "security.protocol",
+            EXACTLY_ONCE_SOURCE_SUPPORT,
+        ])
         .chain(STRAIT_KEYS.iter().copied())
 }
 

@@ -17,9 +17,9 @@ use crate::keys::{
     connector_key, connector_key_without_effect, deprecated_key, ignored_reason, ignored_role_reason,
     is_connection_key, known_names, scoped_strait_key, suggest, unknown_security_key, Kind, BUFFER_MEMORY,
     CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS,
-    DEFAULT_PRODUCERS_PER_BROKER, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEPRECATED_KEYS, FETCHERS_PER_BROKER, HTTP_LISTENER,
-    IDENTITY_POLICY_CLASS, MAX_CONNECTIONS_PER_BROKER, MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, ROLE_PREFIXES,
-    SHUTDOWN_TIMEOUT, STRAIT_KEYS,
+    DEFAULT_PRODUCERS_PER_BROKER, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEPRECATED_KEYS, EXACTLY_ONCE_SOURCE_SUPPORT,
+    EXACTLY_ONCE_VALUES, FETCHERS_PER_BROKER, HTTP_LISTENER, IDENTITY_POLICY_CLASS, MAX_CONNECTIONS_PER_BROKER,
+    MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, ROLE_PREFIXES, SHUTDOWN_TIMEOUT, STRAIT_KEYS,
 };
 use crate::policy::{PolicyKind, ReplicationPolicy};
 use crate::properties::{Properties, Property};
@@ -246,6 +246,27 @@ impl Mm2Config {
             for target in clusters.iter().filter(|t| *t != source) {
                 if let Some(flow) = scopes.flow(source, target)? {
                     check_bootstrap(&flow, clusters_prop.line)?;
+                    if flow.enabled && !flow.exactly_once {
+                        for (name, setting) in &flow.settings {
+                            if let (true, Origin::File { line, key, .. }) =
+                                (name.starts_with("transaction.boundary"), &setting.origin)
+                            {
+                                scopes.warnings.push(format!(
+                                    "line {line}: `{key}` has no effect on flow {}: it is not in exactly-once mode \
+                                     (`{target}.{EXACTLY_ONCE_SOURCE_SUPPORT} = enabled`)",
+                                    flow.name()
+                                ));
+                            }
+                        }
+                    }
+                    if flow.enabled && flow.exactly_once && flow.source_isolation_level != IsolationLevel::ReadCommitted
+                    {
+                        scopes.warnings.push(format!(
+                            "flow {}: exactly-once mode with the source consumer at read_uncommitted copies aborted \
+                             source transactions into the target's committed ones; set `{source}.consumer.isolation.level = read_committed`",
+                            flow.name()
+                        ));
+                    }
                     flows.push(flow);
                 }
             }
@@ -521,7 +542,7 @@ impl<'p> Scopes<'p> {
 
     fn top_key(&mut self, prop: &'p Property) -> Result<()> {
         let key = prop.key.as_str();
-        if self.connector_value(prop, key)? || self.client_value(prop, None, key)? {
+        if self.worker_value(prop, key)? || self.connector_value(prop, key)? || self.client_value(prop, None, key)? {
             let _ = self.top.insert(key, prop);
         } else if let Some(why) = ignored_reason(key) {
             self.ignore(prop, why);
@@ -540,6 +561,10 @@ impl<'p> Scopes<'p> {
     }
 
     fn cluster_key(&mut self, prop: &'p Property, alias: &'p str, sub: &'p str) -> Result<()> {
+        if self.worker_value(prop, sub)? {
+            let _ = self.clusters.entry(alias).or_default().insert(sub, prop);
+            return Ok(());
+        }
         if connector_key(sub).is_some() || deprecated_key(sub).is_some() || sub == "clusters" {
             self.ignore(
                 prop,
@@ -588,7 +613,15 @@ impl<'p> Scopes<'p> {
                 alias: source.to_owned(),
             });
         }
-        let keep = if self.connector_value(prop, sub)? {
+        let keep = if sub == EXACTLY_ONCE_SOURCE_SUPPORT {
+            self.ignore(
+                prop,
+                format!(
+                    "a Connect worker setting, which MM2 reads per target cluster: set `{target}.{EXACTLY_ONCE_SOURCE_SUPPORT}`"
+                ),
+            );
+            false
+        } else if self.connector_value(prop, sub)? {
             true
         } else if let Some(why) = ignored_reason(sub) {
             self.ignore(prop, why);
@@ -681,6 +714,22 @@ impl<'p> Scopes<'p> {
             self.ignore(prop, reason);
         }
         self.ignored.sort_by_key(|ignored| ignored.line);
+    }
+
+    /// Validates the worker key Strait reads (`exactly.once.source.support`); false if `name`
+    /// is not it.
+    fn worker_value(&mut self, prop: &Property, name: &str) -> Result<bool> {
+        if name != EXACTLY_ONCE_SOURCE_SUPPORT {
+            return Ok(false);
+        }
+        let raw = Raw::from(prop);
+        if raw.choice(EXACTLY_ONCE_VALUES)? == 1 {
+            self.warn(
+                prop,
+                "is `preparing`, MM2's first rollout step: no transactions are written until it is `enabled`",
+            );
+        }
+        Ok(true)
     }
 
     /// Validates an MM2 connector key (or deprecated alias); false if `name` is not one.
@@ -823,6 +872,60 @@ impl<'p> Scopes<'p> {
         let (source_fetch, source_fetch_settings) = FetchSettings::from_view(source_client.consumer())?;
         let target_client = self.client(target, Some((flow, "target")));
         let (target_produce, target_produce_settings) = ProduceSettings::from_view(target_client.producer())?;
+        let exactly_once_prop = self
+            .clusters
+            .get(target)
+            .and_then(|keys| keys.get(EXACTLY_ONCE_SOURCE_SUPPORT))
+            .or_else(|| self.top.get(EXACTLY_ONCE_SOURCE_SUPPORT))
+            .copied();
+        let exactly_once = match exactly_once_prop {
+            Some(prop) => Raw::from(prop).choice(EXACTLY_ONCE_VALUES)? == 2,
+            None => false,
+        };
+        let mut settings = settings;
+        settings.push((
+            EXACTLY_ONCE_SOURCE_SUPPORT,
+            exactly_once_prop.map_or_else(|| Setting::default_value("disabled"), file_setting),
+        ));
+        let eff = Effective(&settings);
+        // A heartbeat-only flow mirrors nothing: `required` asks nothing of it.
+        if eff.raw("exactly.once.support").choice(&["requested", "required"])? == 1 && explicitly_enabled {
+            let why = if !exactly_once {
+                Some(format!(
+                    "needs exactly-once mode: set `{target}.{EXACTLY_ONCE_SOURCE_SUPPORT} = enabled`"
+                ))
+            } else if source_isolation_level != IsolationLevel::ReadCommitted {
+                Some(format!(
+                    "needs the source consumer at read_committed, or aborted source transactions would be copied \
+                     (MirrorSourceConnector supports exactly-once only then): set `{source}.consumer.isolation.level = read_committed`"
+                ))
+            } else {
+                None
+            };
+            if let Some(reason) = why {
+                let raw = eff.raw("exactly.once.support");
+                return Err(ConfigError::Refused {
+                    line: raw.line,
+                    key: raw.key.to_owned(),
+                    reason: format!("`required` {reason}"),
+                });
+            }
+        }
+        let boundary = eff.raw("transaction.boundary");
+        if boundary.choice(&["poll", "interval", "connector"])? == 2 {
+            return Err(ConfigError::Refused {
+                line: boundary.line,
+                key: boundary.key.to_owned(),
+                reason: "`connector` lets the connector define transactions, and MirrorSourceConnector defines none \
+                         (MM2 refuses it too); use `poll` or `interval`"
+                    .into(),
+            });
+        }
+        let interval = eff.raw("transaction.boundary.interval.ms");
+        let transaction_interval_ms: i64 = interval.number("a long")?;
+        if !(1..=i64::from(i32::MAX)).contains(&transaction_interval_ms) {
+            return Err(interval.invalid("a number of milliseconds from 1 to 2147483647"));
+        }
 
         Ok(Some(FlowConfig {
             enabled: eff.bool("enabled")?,
@@ -852,6 +955,8 @@ impl<'p> Scopes<'p> {
             heartbeats_replication_enabled: eff.bool("heartbeats.replication.enabled")?,
             admin_timeout_ms: eff.raw("admin.timeout.ms").number("a long")?,
             consumer_poll_timeout_ms: eff.raw("consumer.poll.timeout.ms").number("a long")?,
+            exactly_once,
+            transaction_interval: std::time::Duration::from_millis(transaction_interval_ms.unsigned_abs()),
             source_isolation_level,
             source_auto_offset_reset,
             source_fetch,

@@ -79,6 +79,7 @@ fn defaults_are_java_defaults() {
             request_timeout_ms: 30_000,
             delivery_timeout_ms: 120_000,
             max_in_flight: 5,
+            transaction_timeout_ms: 60_000,
         }
     );
     assert_eq!(flow.source_fetch, FetchSettings::default());
@@ -365,6 +366,7 @@ fn check_config_text_shows_the_data_path() {
          \x20 target.producer.max.in.flight.requests.per.connection = 2  (line 7: \
          B.producer.max.in.flight.requests.per.connection)\n\
          \x20 target.producer.enable.idempotence = true  (default)\n\
+         \x20 target.producer.transaction.timeout.ms = 60000  (default)\n\
          \x20 source.consumer.auto.offset.reset = earliest  (default)\n";
     assert!(text.contains(block), "{text}");
     // Once per flow (A->B and B->A): not again among the client settings.
@@ -413,6 +415,7 @@ fn check_config_json_shows_the_data_path() {
             "delivery.timeout.ms": { "value": "150000", "origin": request },
             "max.in.flight.requests.per.connection": { "value": "5", "origin": "default" },
             "enable.idempotence": { "value": "true", "origin": "default" },
+            "transaction.timeout.ms": { "value": "60000", "origin": "default" },
         })
     );
     // The role views as given to the clients are unchanged.

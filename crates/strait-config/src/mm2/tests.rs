@@ -474,7 +474,6 @@ fn ignored_keys_with_reasons() {
         [
             "line 5: `tasks.max` ignored: Strait spreads partitions over its own workers, not Connect tasks",
             "line 6: `B.offset.flush.interval.ms` ignored: a Connect worker setting; Strait runs no Connect worker",
-            "line 7: `B.exactly.once.source.support` ignored: a Connect worker setting; Strait runs no Connect worker",
             "line 8: `A.topics` ignored: MM2 reads connector settings only at top level (`topics`) or per flow (`A-><target>.topics`), not per cluster",
             "line 9: `A->B.producer.override.linger.ms` ignored: Connect per-connector client overrides are not applied; use `<target>.producer.<key>` or `<source>-><target>.target.producer.<key>`",
             "line 10: `A->B.security.protocol` ignored: MM2's clients do not read flow-level connection settings; use `<alias>.<key>` or `<source>-><target>.source.cluster.<key>`",
@@ -1154,4 +1153,71 @@ fn role_keys_of_a_side_no_client_plays_are_listed() {
     assert!(config.ignored().is_empty(), "{:?}", config.ignored());
     let config = two("A->B.enabled = true\nA.producer.acks = all\n");
     assert!(config.ignored().is_empty(), "{:?}", config.ignored());
+}
+
+#[test]
+fn exactly_once_is_switched_on_per_target_as_mm2_does() {
+    let config = two("A->B.enabled = true\nB->A.enabled = true\nB.exactly.once.source.support = enabled\n");
+    assert!(config.flow("A", "B").unwrap().exactly_once, "into B");
+    assert!(!config.flow("B", "A").unwrap().exactly_once, "into A");
+    let flow = config.flow("A", "B").unwrap();
+    assert_eq!(flow.transaction_interval, std::time::Duration::from_secs(1));
+    assert!(
+        config
+            .warnings()
+            .iter()
+            .any(|w| w.contains("A.consumer.isolation.level = read_committed")),
+        "{:?}",
+        config.warnings()
+    );
+    let text = config.to_string();
+    assert!(
+        text.contains("exactly.once.source.support = enabled  (line 6: B.exactly.once.source.support)"),
+        "{text}"
+    );
+    // Top level reaches every target; `preparing` is off, with a warning.
+    let config = two(
+        "A->B.enabled = true\nexactly.once.source.support = enabled\nA->B.transaction.boundary = interval\n\
+                      A->B.transaction.boundary.interval.ms = 250\nA.consumer.isolation.level = read_committed\n",
+    );
+    let flow = config.flow("A", "B").unwrap();
+    assert!(flow.exactly_once);
+    assert_eq!(flow.transaction_interval, std::time::Duration::from_millis(250));
+    assert!(config.warnings().is_empty(), "{:?}", config.warnings());
+    let config = two("A->B.enabled = true\nB.exactly.once.source.support = preparing\n");
+    assert!(!config.flow("A", "B").unwrap().exactly_once);
+    assert!(config.warnings().iter().any(|w| w.contains("`preparing`")));
+    // A flow-level worker key is not read: listed, naming the key to set.
+    let config = two("A->B.enabled = true\nA->B.exactly.once.source.support = enabled\n");
+    assert!(!config.flow("A", "B").unwrap().exactly_once);
+    assert!(config.ignored()[0].reason.contains("`B.exactly.once.source.support`"));
+    // Boundary keys without exactly-once mode say they change nothing.
+    let config = two("A->B.enabled = true\ntransaction.boundary.interval.ms = 100\n");
+    assert!(config.warnings().iter().any(|w| w.contains("not in exactly-once mode")));
+}
+
+#[test]
+fn exactly_once_values_mm2_refuses_are_refused() {
+    let err = |extra: &str| {
+        Mm2Config::parse(&format!("{TWO}A->B.enabled = true\n{extra}"))
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err("B.exactly.once.source.support = on\n").contains("expected `disabled`, `preparing` or `enabled`"));
+    assert!(
+        err("exactly.once.support = required\n").contains("set `B.exactly.once.source.support = enabled`"),
+        "without the mode"
+    );
+    assert!(
+        err("B.exactly.once.source.support = enabled\nexactly.once.support = required\n")
+            .contains("set `A.consumer.isolation.level = read_committed`"),
+        "with read_uncommitted"
+    );
+    assert!(err("transaction.boundary = connector\n").contains("MirrorSourceConnector defines none"));
+    assert!(err("transaction.boundary.interval.ms = 0\n").contains("from 1 to 2147483647"));
+    Mm2Config::parse(&format!(
+        "{TWO}A->B.enabled = true\nB.exactly.once.source.support = enabled\nexactly.once.support = required\n\
+         A.consumer.isolation.level = read_committed\n"
+    ))
+    .unwrap();
 }
