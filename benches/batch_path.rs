@@ -30,6 +30,7 @@ fn fast_path(c: &mut Criterion) {
                         producer_id: 7,
                         producer_epoch: 0,
                         base_sequence: sequence,
+                        transactional: false,
                     };
                     sequence += batch.records_count();
                     let parts = batch.rewrite(state).expect("forwardable").into_parts();

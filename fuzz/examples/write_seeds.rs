@@ -74,6 +74,7 @@ fn marker(base_offset: i64, producer_id: i64, control_type: i16) -> Bytes {
         producer_id,
         producer_epoch: 0,
         base_sequence: -1,
+        transactional: false,
     });
     builder.push(
         Some(key.into()),
@@ -89,6 +90,7 @@ fn wire_seeds() -> Vec<(String, Bytes)> {
         producer_id: 7,
         producer_epoch: 1,
         base_sequence: 0,
+        transactional: false,
     };
     let mut seeds = Vec::new();
     for codec in CODECS {
@@ -166,6 +168,7 @@ fn client_seeds() -> Vec<(String, Vec<u8>)> {
                     producer_id: 7,
                     producer_epoch: 0,
                     base_sequence: 0,
+                    transactional: false,
                 },
             ),
             10,

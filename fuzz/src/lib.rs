@@ -12,6 +12,7 @@ const PRODUCER: ProducerState = ProducerState {
     producer_id: 0x0102_0304_0506_0708,
     producer_epoch: 9,
     base_sequence: 10,
+    transactional: false,
 };
 
 /// Splits `records` as a fetch response's records field and exercises every batch in it, then

@@ -6,6 +6,7 @@ mod client;
 mod checkpoints;
 mod data_path;
 mod deploy;
+mod exactly_once;
 mod faults;
 mod import;
 mod mirror;

@@ -498,7 +498,31 @@ impl KafkaClient {
         // Strait's own small records (progress, tests), not for mirrored data.
         retrying(self.inner.config.connection.request_timeout, || async {
             let connection = self.leader(topic, partition).await?;
-            submit_produce(&connection, topic, partition, batch.clone(), timeout_ms)
+            submit_produce(&connection, topic, partition, batch.clone(), timeout_ms, None)
+                .await?
+                .base_offset()
+                .await
+        })
+        .await
+    }
+
+    /// Produces one batch of a transactional producer to a partition's leader with `acks=all`,
+    /// as part of the open transaction of `transactional_id`, at Produce version at most
+    /// `max_version`; returns the base offset. Retries what may pass: the batch carries the
+    /// producer's id, epoch and sequence, so the broker recognises a retry it already has.
+    pub async fn produce_in_transaction(
+        &self,
+        topic: &str,
+        partition: i32,
+        batch: Vec<Bytes>,
+        transactional_id: &str,
+        max_version: i16,
+    ) -> Result<i64> {
+        let timeout_ms = self.inner.config.connection.request_timeout.as_millis() as i32;
+        retrying(self.inner.config.connection.request_timeout, || async {
+            let connection = self.leader(topic, partition).await?;
+            let transactional = Some((transactional_id, max_version));
+            submit_produce(&connection, topic, partition, batch.clone(), timeout_ms, transactional)
                 .await?
                 .base_offset()
                 .await

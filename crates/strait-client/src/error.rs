@@ -19,9 +19,11 @@ impl KafkaCode {
         self.0.code()
     }
 
-    /// Whether the protocol marks this error as retriable.
+    /// Whether the protocol marks this error as retriable. CONCURRENT_TRANSACTIONS is, in
+    /// Kafka's own classes (a `RetriableException`): the coordinator is finishing an earlier
+    /// transaction of the id.
     pub fn is_retriable(&self) -> bool {
-        self.0.is_retriable()
+        self.0.is_retriable() || self.0 == ResponseError::ConcurrentTransactions
     }
 
     /// The protocol name in Kafka's own spelling, e.g. `UNKNOWN_TOPIC_OR_PARTITION`.

@@ -148,17 +148,25 @@ pub fn produced_partitions(response: ProduceResponse) -> (Vec<ProducedPartition>
 
 /// Sends one record batch (in parts) to `topic`/`partition` on `connection` (its leader) with
 /// `acks=all`, without waiting for the answer: see [`PendingResponse`] for the ordering promise.
+///
+/// `transactional`: the batch is part of the open transaction of this `transactional.id`,
+/// sent at Produce version at most the one given (11 under transaction versions 0 and 1, whose
+/// brokers refuse later versions in a transaction).
 pub async fn submit_produce(
     connection: &BrokerConnection,
     topic: &str,
     partition: i32,
     batch: Vec<Bytes>,
     timeout_ms: i32,
+    transactional: Option<(&str, i16)>,
 ) -> Result<PendingProduce> {
-    let version = connection.version(ApiKey::Produce)?;
+    let mut version = connection.version(ApiKey::Produce)?;
+    if let Some((_, max)) = transactional {
+        version = version.min(max);
+    }
     let body = encode_produce_request(
         version,
-        None,
+        transactional.map(|(id, _)| id),
         -1,
         timeout_ms,
         &[TopicRecords {

@@ -28,7 +28,8 @@ use crate::offset_syncs::OffsetSyncs;
 use crate::progress::ProgressStore;
 use crate::sink::producer::{self, ProduceSettings, SinkContext};
 use crate::sink::producer_id::ProducerIds;
-use crate::sink::queue::PartitionQueue;
+use crate::sink::queue::{PartitionQueue, QueuesShared};
+use crate::sink::transaction::Transaction;
 use crate::source::cursor::Cursor;
 use crate::source::fetcher::{self, SourceContext};
 use crate::{MirrorError, Stats};
@@ -112,6 +113,9 @@ pub(crate) struct DataPathConfig {
     pub stats: Arc<Stats>,
     pub progress: Arc<ProgressStore>,
     pub syncs: Option<Arc<OffsetSyncs>>,
+    /// Exactly-once mode: the flow's transaction, begun (its producer id fenced) before the
+    /// positions were read.
+    pub transaction: Option<Arc<Transaction>>,
 }
 
 /// The running data path of one flow.
@@ -123,9 +127,13 @@ pub(crate) struct DataPath {
 }
 
 impl DataPath {
-    /// Starts the data path: gets the target's producer id, then waits for partitions.
+    /// Starts the data path: gets the target's producer id (the transaction's in exactly-once
+    /// mode), then waits for partitions.
     pub(crate) async fn start(config: DataPathConfig) -> Result<DataPath, MirrorError> {
-        let ids = ProducerIds::init(&config.target, &config.target_alias).await?;
+        let ids = match &config.transaction {
+            Some(transaction) => transaction.ids().clone(),
+            None => ProducerIds::init(&config.target, &config.target_alias).await?,
+        };
         let (events, receiver) = mpsc::unbounded_channel();
         let (stop, stopped) = watch::channel(false);
         let fetch_connections = strait_client::ConnectionCounter::new();
@@ -161,6 +169,7 @@ impl DataPath {
             stats: config.stats.clone(),
             events: events.clone(),
             connection: produce_connection,
+            transaction: config.transaction.clone(),
         });
         let router = Router {
             stop_fetchers: watch::channel(false).0,
@@ -352,6 +361,12 @@ impl Router {
             .unwrap_or(0)
             .max(64 * 1024)
             * QUEUE_CAP_FETCHES;
+        let shared = QueuesShared {
+            syncs: self.config.syncs.clone(),
+            budget: self.config.budget.clone(),
+            resume: self.resume.clone(),
+            transactional: self.config.transaction.is_some(),
+        };
         for (route, start) in started {
             tracing::debug!(topic = %route.source_topic, partition = route.partition, start, "mirroring partition");
             let stats = self
@@ -364,9 +379,7 @@ impl Router {
                 cap,
                 self.config.progress.partition(&route.source_topic, route.partition),
                 stats,
-                self.config.syncs.clone(),
-                self.config.budget.clone(),
-                self.resume.clone(),
+                &shared,
             );
             self.queues.push(queue.clone());
             self.cursors.push(Cursor::new(route, start, queue));

@@ -80,6 +80,37 @@ pub enum MirrorError {
         /// How long the write was given.
         within: std::time::Duration,
     },
+    /// Exactly-once mode: another producer took over the flow's `transactional.id`; this one
+    /// must write nothing more. Boxed: it is rare and large.
+    #[error("{0}")]
+    Fenced(Box<FencedProducer>),
+    /// Exactly-once mode: the open transaction was aborted (a Produce request failed, or its
+    /// answers did not come in time); the flow starts again from its committed positions.
+    #[error("{flow}: transaction aborted ({why}); starting again from the committed positions")]
+    TransactionAborted {
+        /// The flow, `source->target`.
+        flow: String,
+        /// Why it was aborted.
+        why: String,
+    },
+}
+
+/// A transactional producer that another took the `transactional.id` from (a second Strait
+/// with the same configuration, or this one after it was frozen while its work moved on).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{cluster} cluster: the transactional producer `{transactional_id}` was fenced: {error}; either another Strait \
+     process took this flow over with the same transactional id (run one process per configuration), or a \
+     transaction outlived transaction.timeout.ms and the coordinator aborted it; this one stops writing"
+)]
+pub struct FencedProducer {
+    /// The target cluster alias.
+    pub cluster: String,
+    /// The `transactional.id`.
+    pub transactional_id: String,
+    /// The broker's answer.
+    #[source]
+    pub error: strait_client::Error,
 }
 
 impl MirrorError {

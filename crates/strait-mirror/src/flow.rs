@@ -20,6 +20,7 @@ use crate::internal_topics::{retry_until_stopped, unless_stopped};
 use crate::offset_syncs::OffsetSyncs;
 use crate::progress::ProgressStore;
 use crate::sink::producer::ProduceSettings;
+use crate::sink::transaction::{Ended, Transaction};
 use crate::topic_config_sync::config_sync_loop;
 use crate::{FlowState, MirrorError, Stats};
 
@@ -153,7 +154,24 @@ async fn flow_loop(
     let name = flow.name();
     let stop_within = process.shutdown_timeout;
     let result = if flow.enabled {
-        data_loop(flow, target, process, stats, shutdown).await
+        loop {
+            let run = data_loop(
+                flow.clone(),
+                target.clone(),
+                process.clone(),
+                stats.clone(),
+                shutdown.clone(),
+            );
+            match run.await {
+                // Exactly-once mode: nothing uncommitted was taken for mirrored; go on from
+                // the committed positions.
+                Err(error @ MirrorError::TransactionAborted { .. }) => {
+                    tracing::warn!(flow = %name, %error);
+                    stats.set_state(FlowState::Starting, Some(error.to_string()));
+                }
+                result => break result,
+            }
+        }
     } else {
         stats.set_state(FlowState::Running, None);
         // A heartbeat-only flow (MM2 runs one for every pair) lives until shutdown.
@@ -188,10 +206,27 @@ struct Setup {
     target_brokers: i16,
     progress: ProgressStore,
     syncs: Option<OffsetSyncs>,
+    transaction: Option<Arc<Transaction>>,
+}
+
+/// The `transactional.id` of a flow in exactly-once mode: Strait's own, never one of MM2's
+/// task ids (whose running producers it would fence). The trailing number names the unit of
+/// work the id writes for; one process writes a whole flow, unit 0.
+pub fn transactional_id(flow: &FlowConfig) -> String {
+    format!("strait-{}->{}-0", flow.source.alias, flow.target.alias)
 }
 
 async fn set_up(flow: &FlowConfig, target: &KafkaClient) -> Result<Setup, MirrorError> {
     let source = connect(&flow.source, ClientRole::Consumer).await?;
+    // Exactly-once mode: InitProducerId first, which fences a previous owner of the id and
+    // aborts its open transaction, so that the positions read next are all committed ones.
+    let transaction = if flow.exactly_once {
+        let timeout =
+            Duration::from_millis(u64::try_from(flow.target_produce.transaction_timeout_ms).unwrap_or(60_000));
+        Some(Transaction::begin(target, &flow.target.alias, transactional_id(flow), timeout).await?)
+    } else {
+        None
+    };
     let target_brokers = target
         .metadata(Some(&[]))
         .await
@@ -220,6 +255,7 @@ async fn set_up(flow: &FlowConfig, target: &KafkaClient) -> Result<Setup, Mirror
         target_brokers,
         progress,
         syncs,
+        transaction,
     })
 }
 
@@ -240,6 +276,7 @@ async fn data_loop(
     stats.count_connections(&flow.target.alias, "admin", target.config().connection.counter.clone());
     let progress = Arc::new(setup.progress);
     let syncs = setup.syncs.map(Arc::new);
+    let transaction = setup.transaction;
     let config_sync = tokio::spawn(config_sync_loop(
         flow.clone(),
         source.clone(),
@@ -263,10 +300,9 @@ async fn data_loop(
             shutdown.clone(),
         ))
     });
-    let data_path = DataPath::start(data_path_config(
-        &flow, &source, &target, &process, &stats, &progress, &syncs,
-    ))
-    .await?;
+    let mut config = data_path_config(&flow, &source, &target, &process, &stats, &progress, &syncs);
+    config.transaction = transaction.clone();
+    let data_path = DataPath::start(config).await?;
     tracing::info!(flow = %name, "flow started");
     stats.set_state(FlowState::Running, None);
     if flow.policy.kind() == strait_config::PolicyKind::Identity {
@@ -279,8 +315,14 @@ async fn data_loop(
     }
     let refresh = flow.refresh_topics.interval();
     let mut next_refresh = Some(tokio::time::Instant::now());
-    let mut flush = tokio::time::interval(FLUSH_INTERVAL);
-    while !*shutdown.borrow() {
+    let mut flush = tokio::time::interval(match &transaction {
+        Some(_) => flow.transaction_interval,
+        None => FLUSH_INTERVAL,
+    });
+    // Exactly-once mode: why the open transaction was aborted, or the producer fenced, which
+    // ends this run.
+    let mut ended: Option<Result<String, MirrorError>> = None;
+    while !*shutdown.borrow() && ended.is_none() {
         if next_refresh.is_some_and(|at| tokio::time::Instant::now() >= at) {
             match unless_stopped(&mut shutdown, discover(&flow, &source, &target, target_brokers)).await {
                 None => continue,
@@ -295,30 +337,81 @@ async fn data_loop(
             // Without `refresh.topics`, the topics found at start are the flow's for good.
             next_refresh = refresh.map(|every| tokio::time::Instant::now() + every);
         }
+        let due = async {
+            match &transaction {
+                Some(transaction) => transaction.due().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            _ = flush.tick() => {
-                let flushes = async {
-                    // Syncs first: a checkpoint must never rely on progress the syncs do not show.
-                    if let Some(syncs) = &syncs {
-                        if let Err(error) = syncs.flush().await {
-                            tracing::warn!(flow = %name, %error, "writing offset syncs failed; they are written at the next flush");
+            _ = flush.tick() => match &transaction {
+                // The commit is not cut short by a stop: the final one would wait for it anyway.
+                Some(transaction) => {
+                    ended = commit(&name, transaction, &progress, &syncs, within_of(&process)).await.transpose();
+                }
+                None => {
+                    let flushes = async {
+                        // Syncs first: a checkpoint must never rely on progress the syncs do not show.
+                        if let Some(syncs) = &syncs {
+                            if let Err(error) = syncs.flush().await {
+                                tracing::warn!(flow = %name, %error, "writing offset syncs failed; they are written at the next flush");
+                            }
                         }
-                    }
-                    if let Err(error) = progress.flush().await {
-                        tracing::warn!(flow = %name, %error, "storing progress failed; retrying");
-                    }
-                };
-                // Both flushes are cancel-safe: cut short by a stop, the final flush writes it all.
-                unless_stopped(&mut shutdown, flushes).await;
+                        if let Err(error) = progress.flush().await {
+                            tracing::warn!(flow = %name, %error, "storing progress failed; retrying");
+                        }
+                    };
+                    // Both flushes are cancel-safe: cut short by a stop, the final flush writes it all.
+                    unless_stopped(&mut shutdown, flushes).await;
+                }
+            },
+            _ = due => {
+                let transaction = transaction.as_ref().expect("only a transaction is ever due");
+                ended = commit(&name, transaction, &progress, &syncs, within_of(&process)).await.transpose();
+                flush.reset();
             }
             _ = sleep_until(next_refresh) => {}
             _ = shutdown.changed() => {}
         }
     }
-    tracing::info!(flow = %name, "stopping: waiting for the batches on the wire");
-    stats.set_state(FlowState::Stopping, None);
+    if ended.is_none() {
+        tracing::info!(flow = %name, "stopping: waiting for the batches on the wire");
+        stats.set_state(FlowState::Stopping, None);
+    }
     let within = process.shutdown_timeout;
-    let mut first_error = match data_path.stop(within).await {
+    let drained = data_path.stop(within).await;
+    if let Some(transaction) = &transaction {
+        // Exactly-once mode: the last transaction commits what was acknowledged, or aborts
+        // if batches stayed unanswered (they may have landed; a restart mirrors them again).
+        if let Err(NotDrained) = drained {
+            transaction.doom_because("batches on the wire were not answered at shutdown");
+        }
+        let ended = match ended {
+            Some(Ok(why)) => Ok(Ended::Aborted(why)),
+            Some(Err(fatal)) => Err(fatal),
+            None => transaction.end(&progress, within).await,
+        };
+        if let Some(syncs) = syncs.as_ref().filter(|_| matches!(ended, Ok(Ended::Committed))) {
+            if let Err(error) = bounded(within, "offset syncs", || syncs.flush()).await {
+                tracing::error!(flow = %name, %error, "the last offset syncs were not stored");
+            }
+        }
+        for (task, handle) in [("config sync", config_sync), ("ACL sync", acl_sync)]
+            .into_iter()
+            .chain(checkpoints.map(|handle| ("checkpoints", handle)))
+        {
+            end_task(&name, task, handle, within).await;
+        }
+        return match ended {
+            Err(fatal) => Err(fatal),
+            Ok(Ended::Aborted(why)) => Err(MirrorError::TransactionAborted { flow: name, why }),
+            Ok(Ended::Committed) => {
+                tracing::info!(flow = %name, records = stats.records(), bytes = stats.bytes(), "flow stopped");
+                drained.ok().flatten().map_or(Ok(()), Err)
+            }
+        };
+    }
+    let mut first_error = match drained {
         Ok(stopped) => stopped,
         Err(NotDrained) => {
             // Nothing is lost: their positions were not recorded, so a restart fetches them
@@ -363,6 +456,34 @@ async fn data_loop(
     }
     tracing::info!(flow = %name, records = stats.records(), bytes = stats.bytes(), "flow stopped");
     first_error.map_or(Ok(()), Err)
+}
+
+/// How long a transaction's requests on the wire may take to be answered before it aborts.
+fn within_of(process: &Process) -> Duration {
+    process.shutdown_timeout.max(Duration::from_secs(30))
+}
+
+/// Exactly-once mode: ends the open transaction (the positions go in it), then writes the
+/// offset syncs of what it committed. Returns why it was aborted, if it was.
+async fn commit(
+    name: &str,
+    transaction: &Transaction,
+    progress: &ProgressStore,
+    syncs: &Option<Arc<OffsetSyncs>>,
+    within: Duration,
+) -> Result<Option<String>, MirrorError> {
+    match transaction.end(progress, within).await? {
+        Ended::Aborted(why) => Ok(Some(why)),
+        Ended::Committed => {
+            // After the commit, as MM2 writes them: a sync never names uncommitted records.
+            if let Some(syncs) = syncs {
+                if let Err(error) = syncs.flush().await {
+                    tracing::warn!(flow = %name, %error, "writing offset syncs failed; they are written at the next commit");
+                }
+            }
+            Ok(None)
+        }
+    }
 }
 
 /// The last `write` of a stopping flow: retried while its errors may pass (a stalled
@@ -439,6 +560,7 @@ fn data_path_config(
         stats: stats.clone(),
         progress: progress.clone(),
         syncs: syncs.clone(),
+        transaction: None,
     }
 }
 

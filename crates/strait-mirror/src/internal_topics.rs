@@ -3,10 +3,14 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use strait_client::{KafkaClient, NewTopic, OffsetSpec};
-use strait_wire::{decode_records, RecordBatchBuilder, RecordBatches};
+use strait_client::{Backoff, KafkaClient, NewTopic, OffsetSpec};
+use strait_wire::{decode_records, AbortedTransactionFilter, BatchVerdict, RecordBatchBuilder, RecordBatches};
 
 use crate::MirrorError;
+
+/// How long a read waits for an open transaction on an internal topic to end: past Kafka's
+/// default `transaction.timeout.ms` (60 s) and the coordinator's check for timed-out ones (10 s).
+const OPEN_TRANSACTION_WAIT: Duration = Duration::from_secs(75);
 
 /// Creates a compacted topic unless it exists, with the replication factor capped at the number
 /// of brokers (a one-broker cluster cannot hold three replicas), and waits for its leaders.
@@ -49,6 +53,10 @@ pub(crate) async fn read_partition(
 /// Every data record (key, value) of `partitions`, partition after partition, from the log start
 /// to the current end. Offsets are listed for all partitions at once and empty partitions are
 /// not fetched: over a slow link every round trip counts.
+///
+/// Records of aborted transactions are left out (an exactly-once mirror writes its positions in
+/// transactions), as a `read_committed` consumer leaves them out; the read waits for open
+/// transactions to end, as Connect's offsets reader does.
 pub(crate) async fn read_partitions(
     client: &KafkaClient,
     cluster: &str,
@@ -91,15 +99,20 @@ async fn read_records(
     for &partition in partitions {
         let end = ends[&partition];
         let mut position = starts[&partition].max(tail.map_or(i64::MIN, |count| end - count));
+        // An open transaction holds the last stable offset back: wait for it to end (a
+        // transaction is committed or aborted within its timeout).
+        let mut stalled = Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
+        let stall_until = tokio::time::Instant::now() + OPEN_TRANSACTION_WAIT;
         while position < end {
             let fetched = client
-                .fetch(topic, partition, position, 1 << 20, false)
+                .fetch(topic, partition, position, 1 << 20, true)
                 .await
                 .map_err(fail)?;
             let before = position;
+            let mut aborted = AbortedTransactionFilter::new(fetched.aborted_transactions);
             for batch in RecordBatches::new(fetched.records) {
                 let batch = batch.map_err(|e| corrupt(e.to_string()))?;
-                if !batch.is_control() {
+                if aborted.check(&batch) == BatchVerdict::Forward {
                     for record in decode_records(&batch).map_err(|e| corrupt(e.to_string()))? {
                         if batch.base_offset() + i64::from(record.offset_delta) >= position {
                             records.push((record.key, record.value));
@@ -109,8 +122,14 @@ async fn read_records(
                 position = batch.next_offset();
             }
             if position == before {
+                if fetched.last_stable_offset <= position && tokio::time::Instant::now() < stall_until {
+                    tokio::time::sleep(stalled.next_delay()).await;
+                    continue;
+                }
                 return Err(corrupt(format!(
-                    "no progress reading partition {partition} at offset {position}"
+                    "no progress reading partition {partition} at offset {position} (last stable offset {}): \
+                     a transaction on it stays open",
+                    fetched.last_stable_offset
                 )));
             }
         }

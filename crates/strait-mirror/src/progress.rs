@@ -24,6 +24,9 @@ const PARTITIONS: i32 = 25;
 /// A source partition: `(topic, partition)`.
 pub type SourcePartition = (String, i32);
 
+/// Position records (key, value) by partition of the progress topic.
+pub(crate) type PositionRecords = BTreeMap<i32, Vec<(Bytes, Bytes)>>;
+
 /// The mirrored position of every source partition of one flow.
 #[derive(Debug)]
 pub struct ProgressStore {
@@ -207,6 +210,26 @@ impl ProgressStore {
     /// Writes the positions recorded since the last flush to the progress topic. Cancel-safe:
     /// what a failed or cut-short flush did not write, the next one writes.
     pub async fn flush(&self) -> Result<(), MirrorError> {
+        let Some((batches, unwritten)) = self.take_due() else {
+            return Ok(());
+        };
+        for (partition, records) in batches {
+            write_records(&self.client, &self.target_alias, &self.topic, partition, records).await?;
+        }
+        unwritten.written();
+        Ok(())
+    }
+
+    /// The progress topic's name.
+    pub(crate) fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// The positions recorded since they were last taken, as (key, value) records by partition
+    /// of the progress topic; `None` if there are none. They stay due (for the next take) until
+    /// the guard is told they were [`written`](Due::written), also when the caller's future is
+    /// dropped half way.
+    pub(crate) fn take_due(&self) -> Option<(PositionRecords, Due)> {
         let dirty: Vec<(SourcePartition, Arc<PartitionProgress>, i64)> = {
             let state = self.state.lock().expect("progress lock");
             state
@@ -217,7 +240,7 @@ impl ProgressStore {
                 .collect()
         };
         if dirty.is_empty() {
-            return Ok(());
+            return None;
         }
         let mut batches: BTreeMap<i32, Vec<(Bytes, Bytes)>> = BTreeMap::new();
         for ((topic, partition), _, offset) in &dirty {
@@ -228,21 +251,24 @@ impl ProgressStore {
                 .or_default()
                 .push((key.into(), value.into()));
         }
-        // Until every batch is written, the positions stay due for the next flush (or what was
-        // recorded since), also when this future is dropped half way.
-        let mut unwritten = Redirty(dirty.into_iter().map(|(_, progress, _)| progress).collect());
-        for (partition, records) in batches {
-            write_records(&self.client, &self.target_alias, &self.topic, partition, records).await?;
-        }
-        unwritten.0.clear();
-        Ok(())
+        Some((
+            batches,
+            Due(dirty.into_iter().map(|(_, progress, _)| progress).collect()),
+        ))
     }
 }
 
-/// Marks the progress of the partitions it still holds due again when dropped.
-struct Redirty(Vec<Arc<PartitionProgress>>);
+/// Positions taken for writing: due again when dropped, unless [`written`](Due::written).
+pub(crate) struct Due(Vec<Arc<PartitionProgress>>);
 
-impl Drop for Redirty {
+impl Due {
+    /// They were written: no longer due.
+    pub(crate) fn written(mut self) {
+        self.0.clear();
+    }
+}
+
+impl Drop for Due {
     fn drop(&mut self) {
         for progress in &self.0 {
             progress.dirty.store(true, Ordering::Release);
@@ -276,10 +302,8 @@ mod tests {
     #[test]
     fn positions_a_flush_did_not_write_are_due_again() {
         let (written, unwritten) = (Arc::new(PartitionProgress::new(5)), Arc::new(PartitionProgress::new(7)));
-        let mut due = Redirty(vec![written.clone()]);
-        due.0.clear();
-        drop(due);
-        drop(Redirty(vec![unwritten.clone()]));
+        Due(vec![written.clone()]).written();
+        drop(Due(vec![unwritten.clone()]));
         assert!(!written.dirty.load(Ordering::Acquire));
         assert!(unwritten.dirty.load(Ordering::Acquire));
     }

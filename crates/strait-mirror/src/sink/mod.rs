@@ -1,10 +1,12 @@
 //! The sink side of the data path: a producer per target broker ([`producer`]) with a queue per
 //! partition ([`queue`]), sharing one idempotent producer id per target cluster
-//! ([`producer_id`]).
+//! ([`producer_id`]), or in exactly-once mode the flow's transactional producer
+//! ([`transaction`]).
 
 pub(crate) mod producer;
 pub(crate) mod producer_id;
 pub(crate) mod queue;
+pub(crate) mod transaction;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

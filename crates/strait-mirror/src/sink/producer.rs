@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, watch};
 use crate::data_path::{Event, Worker};
 use crate::sink::producer_id::ProducerIds;
 use crate::sink::queue::{Next, PartitionQueue, Settled};
+use crate::sink::transaction::{InTransaction, Transaction};
 use crate::sink::ReadyQueues;
 use crate::Stats;
 
@@ -57,6 +58,8 @@ pub(crate) struct SinkContext {
     pub events: mpsc::UnboundedSender<Event>,
     /// Connection settings, with the counter of produce connections.
     pub connection: ConnectionConfig,
+    /// Exactly-once mode: the flow's transaction, which every request is part of.
+    pub transaction: Option<Arc<Transaction>>,
 }
 
 /// Starts a producer of target broker `broker`: it sends the queues it is handed, and drains
@@ -70,6 +73,7 @@ pub(crate) fn start(
     let producer = TargetProducer {
         broker,
         identity_changes: context.ids.subscribe(),
+        resumed: context.transaction.as_ref().map(|t| t.subscribe()),
         context,
         ready: Arc::new(ReadyQueues::default()),
         queues: HashMap::new(),
@@ -97,6 +101,8 @@ struct InFlight {
     answer: Answer,
     queues: Vec<Arc<PartitionQueue>>,
     sent_at: Instant,
+    /// Exactly-once mode: holds the transaction open until the answer is handled.
+    _transaction: Option<InTransaction>,
 }
 
 struct TargetProducer {
@@ -112,6 +118,8 @@ struct TargetProducer {
     /// Partitions waiting for a new producer id.
     awaiting_id: Vec<Arc<PartitionQueue>>,
     identity_changes: watch::Receiver<strait_client::ProducerIdAndEpoch>,
+    /// Exactly-once mode: tells when requests may start again after a transaction ended.
+    resumed: Option<watch::Receiver<u64>>,
     connect_backoff: Backoff,
 }
 
@@ -149,6 +157,7 @@ impl TargetProducer {
                         queue.wake();
                     }
                 }
+                _ = resumed(&mut self.resumed), if !stopping => {}
             }
         }
         // Stopped: what was not sent is fetched again after a restart (its position was never
@@ -182,24 +191,52 @@ impl TargetProducer {
         self.timers.insert((at, tie), queue);
     }
 
-    /// Sends requests while the connection takes more and partitions have batches ready.
+    /// Sends requests while the connection takes more and partitions have batches ready (in
+    /// exactly-once mode: while the transaction is not being ended).
     async fn send_requests(&mut self) {
         while self.in_flight.len() < self.context.settings.max_in_flight {
             let Some(connection) = self.connection().await else {
                 return;
             };
+            let transaction = match &self.context.transaction {
+                Some(transaction) => match transaction.enter() {
+                    Some(entered) => Some(entered),
+                    None => return, // Sealed: `resumed` says when to go on.
+                },
+                None => None,
+            };
             let Some((id, topics, queues)) = self.build_request() else {
                 return;
             };
-            let version = match connection.version(ApiKey::Produce) {
+            let mut version = match connection.version(ApiKey::Produce) {
                 Ok(version) => version,
                 Err(error) => {
                     self.fail_request(id, &queues, error);
                     return;
                 }
             };
+            let mut transactional_id = None;
+            if let Some(transaction) = &self.context.transaction {
+                version = version.min(transaction.max_produce_version());
+                transactional_id = Some(transaction.id());
+                let partitions: Vec<(String, i32)> = topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| (t.topic.0.to_string(), p.partition)))
+                    .collect();
+                if let Err(error) = transaction.add_partitions(&partitions).await {
+                    self.fail_request(id, &queues, error);
+                    return;
+                }
+                let bytes = topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .flat_map(|p| &p.records)
+                    .map(Bytes::len)
+                    .sum();
+                transaction.produced(bytes);
+            }
             let settings = &self.context.settings;
-            let body = encode_produce_request(version, None, settings.acks, settings.timeout_ms, &topics);
+            let body = encode_produce_request(version, transactional_id, settings.acks, settings.timeout_ms, &topics);
             match connection.submit(ApiKey::Produce, version, body).await {
                 Ok(pending) => self.in_flight.push_back(InFlight {
                     id,
@@ -207,6 +244,7 @@ impl TargetProducer {
                     answer: Box::pin(pending.response()),
                     queues,
                     sent_at: Instant::now(),
+                    _transaction: transaction,
                 }),
                 Err(error) => {
                     self.connection = None;
@@ -307,7 +345,7 @@ impl TargetProducer {
                 Next::Idle => {}
                 Next::At(at) => self.wake_at(at, queue),
                 Next::NewProducerId(stale) => {
-                    self.context.ids.replace(stale);
+                    self.new_producer_id(stale);
                     self.wake_at(now + Duration::from_secs(1), queue.clone());
                     self.awaiting_id.push(queue);
                 }
@@ -320,6 +358,9 @@ impl TargetProducer {
     /// answer).
     fn fail_request(&mut self, id: u64, queues: &[Arc<PartitionQueue>], error: Error) {
         self.context.stats.record_error(&self.context.alias, "Produce", &error);
+        if let Some(transaction) = &self.context.transaction {
+            transaction.doom(&error);
+        }
         for queue in queues {
             queue.failed(id, error.clone());
         }
@@ -367,6 +408,9 @@ impl TargetProducer {
                 }
                 Err(error) => {
                     self.context.stats.record_error(&self.context.alias, "Produce", &error);
+                    if let Some(transaction) = &self.context.transaction {
+                        transaction.doom(&error);
+                    }
                     queue.failed(request.id, error);
                 }
             }
@@ -380,7 +424,7 @@ impl TargetProducer {
             Settled::Waiting => queue.wake(),
             Settled::ResendAt(at) => self.wake_at(at, queue.clone()),
             Settled::NewProducerId(stale, at) => {
-                self.context.ids.replace(stale);
+                self.new_producer_id(stale);
                 self.wake_at(at, queue.clone());
             }
             Settled::Rehome(at) => {
@@ -395,6 +439,14 @@ impl TargetProducer {
                 }
             }
             Settled::Stop(error) => self.stop_partition(queue, error),
+        }
+    }
+
+    /// A partition's target refused `stale`: a new idempotent producer id; in exactly-once
+    /// mode the transaction already failed with it, and its abort brings the new identity.
+    fn new_producer_id(&self, stale: strait_client::ProducerIdAndEpoch) {
+        if self.context.transaction.is_none() {
+            self.context.ids.replace(stale);
         }
     }
 
@@ -414,6 +466,18 @@ impl TargetProducer {
 async fn answer_of(front: Option<&mut Answer>) -> Result<Bytes, Error> {
     match front {
         Some(answer) => answer.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits until the transaction lets requests start again; never without one.
+async fn resumed(resumed: &mut Option<watch::Receiver<u64>>) {
+    match resumed {
+        Some(receiver) => {
+            if receiver.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
         None => std::future::pending().await,
     }
 }

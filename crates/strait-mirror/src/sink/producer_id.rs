@@ -35,6 +35,22 @@ impl ProducerIds {
         }))
     }
 
+    /// The identity of a transactional producer, which its [`Transaction`](crate::sink::transaction::Transaction)
+    /// publishes anew after each commit (a bumped epoch under KIP-890).
+    pub(crate) fn transactional(client: &KafkaClient, cluster: &str, first: ProducerIdAndEpoch) -> Arc<ProducerIds> {
+        Arc::new(ProducerIds {
+            client: client.clone(),
+            cluster: cluster.to_owned(),
+            current: watch::channel(first).0,
+            refreshing: AtomicBool::new(false),
+        })
+    }
+
+    /// Publishes a transactional producer's new identity.
+    pub(crate) fn publish(&self, identity: ProducerIdAndEpoch) {
+        self.current.send_replace(identity);
+    }
+
     /// The id partitions send with now.
     pub(crate) fn current(&self) -> ProducerIdAndEpoch {
         *self.current.borrow()

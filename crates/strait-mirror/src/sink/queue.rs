@@ -198,6 +198,10 @@ pub(crate) struct QueueState {
     backoff: Backoff,
     /// Whether the front batch was reported overdue (`delivery.timeout.ms`).
     overdue: bool,
+    /// Exactly-once mode: batches are part of the flow's transaction, and the partition takes
+    /// each new identity the transaction publishes (a bumped epoch after each commit under
+    /// KIP-890, sequences from 0 again).
+    transactional: bool,
 }
 
 impl Default for QueueState {
@@ -214,11 +218,20 @@ impl Default for QueueState {
             needs_identity: false,
             backoff: Backoff::new(RETRY_BACKOFF.0, RETRY_BACKOFF.1),
             overdue: false,
+            transactional: false,
         }
     }
 }
 
 impl QueueState {
+    /// The state of a partition in exactly-once mode.
+    pub(crate) fn transactional() -> Self {
+        QueueState {
+            transactional: true,
+            ..QueueState::default()
+        }
+    }
+
     /// Bytes of the batches held.
     pub(crate) fn buffered(&self) -> usize {
         self.buffered
@@ -312,6 +325,17 @@ impl QueueState {
                 }
             }
         }
+        if self.transactional && self.in_flight == 0 && self.identity.is_some_and(|id| id != current) {
+            // A transaction ended: the next one goes with its identity, from sequence 0. Its
+            // batches all had their answers (a failed one aborts the transaction instead).
+            let known = self.identity.is_some_and(|id| id.producer_id == current.producer_id);
+            let acknowledged_at = self.acknowledged_at;
+            self.adopt(current);
+            if known {
+                // A bumped epoch of an id the target knows: it takes only sequence 0 next.
+                self.acknowledged_at = acknowledged_at;
+            }
+        }
         let window = if self.trusted(now) { MAX_IN_FLIGHT } else { 1 };
         if self.in_flight >= window {
             return Next::Idle;
@@ -348,6 +372,7 @@ impl QueueState {
             producer_id: identity.producer_id,
             producer_epoch: identity.producer_epoch,
             base_sequence: sequence,
+            transactional: self.transactional,
         };
         // The source CRC was checked where the batch arrived and the slow path builds valid
         // batches, and control or compacted batches never get here: the rewrite cannot fail.
@@ -540,6 +565,19 @@ pub(crate) fn add_sequence(sequence: i32, records: i32) -> i32 {
     ((i64::from(sequence) + i64::from(records)) % (1 << 31)) as i32
 }
 
+/// What the queues of one data path share.
+#[derive(Debug, Clone)]
+pub(crate) struct QueuesShared {
+    /// Where acknowledged batches' offset syncs are recorded, if the flow emits them.
+    pub syncs: Option<Arc<OffsetSyncs>>,
+    /// The byte budget batches are charged to.
+    pub budget: Arc<Budget>,
+    /// Signalled when a paused partition has room again.
+    pub resume: Arc<Notify>,
+    /// Exactly-once mode.
+    pub transactional: bool,
+}
+
 /// A partition's queue, shared by its cursor (which pushes) and the producer of its target
 /// leader (which sends and takes the answers).
 #[derive(Debug)]
@@ -566,32 +604,35 @@ pub(crate) struct PartitionQueue {
 }
 
 impl PartitionQueue {
-    /// The queue of `route`, pausing its fetching past `cap` bytes and signalling `resume` when a
-    /// paused partition has room again.
+    /// The queue of `route`, pausing its fetching past `cap` bytes and signalling the data path's
+    /// `resume` when a paused partition has room again.
     pub(crate) fn new(
         route: Route,
         cap: usize,
         progress: Arc<PartitionProgress>,
         stats: Arc<PartitionStats>,
-        syncs: Option<Arc<OffsetSyncs>>,
-        budget: Arc<Budget>,
-        resume: Arc<Notify>,
+        shared: &QueuesShared,
     ) -> Arc<PartitionQueue> {
+        let state = if shared.transactional {
+            QueueState::transactional()
+        } else {
+            QueueState::default()
+        };
         Arc::new(PartitionQueue {
             route,
-            state: Mutex::new(QueueState::default()),
+            state: Mutex::new(state),
             buffered: AtomicUsize::new(0),
             cap,
             failing: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             paused: AtomicBool::new(false),
-            resume,
+            resume: shared.resume.clone(),
             producer: Mutex::new(None),
             in_ready: AtomicBool::new(false),
             progress,
             stats,
-            syncs,
-            budget,
+            syncs: shared.syncs.clone(),
+            budget: shared.budget.clone(),
         })
     }
 
@@ -1051,6 +1092,40 @@ mod tests {
             now = at;
         }
         assert_eq!(budget.used(), batch_at(0, 10).size(), "the copy alone is held");
+    }
+
+    #[test]
+    fn in_a_transaction_batches_are_transactional_and_a_new_epoch_numbers_them_from_zero() {
+        let budget = Budget::new(1 << 20);
+        let mut state = QueueState::transactional();
+        let entries = (0..4).map(|i| Entry::Forward(outgoing(batch_at(i * 10, 10), &budget)));
+        state.push(entries);
+        let now = Instant::now();
+        let sent =
+            |state: &mut QueueState, request, identity| match state.next_batch(now, request, identity, usize::MAX) {
+                Next::Batch(sendable) => {
+                    let batch = RecordBatch::new(sendable.parts.concat().into()).unwrap();
+                    assert!(batch.is_transactional());
+                    Some((batch.producer_epoch(), batch.base_sequence()))
+                }
+                _ => None,
+            };
+        assert_eq!(sent(&mut state, 1, ID), Some((0, 0)));
+        state.acknowledged(1, 0, now);
+        assert_eq!(sent(&mut state, 2, ID), Some((0, 10)));
+        state.acknowledged(2, 10, now);
+        // The transaction committed: epoch 1, sequences from 0, still trusted (five may go).
+        let bumped = ProducerIdAndEpoch {
+            producer_epoch: 1,
+            ..ID
+        };
+        assert_eq!(sent(&mut state, 3, bumped), Some((1, 0)));
+        assert_eq!(sent(&mut state, 4, bumped), Some((1, 10)));
+        // An idempotent queue keeps its identity until the target refuses it.
+        let mut plain = queue_of(2, &budget);
+        send(&mut plain, now, 5, ID);
+        plain.acknowledged(5, 0, now);
+        assert_eq!(send(&mut plain, now, 6, bumped), Some((7, 10)));
     }
 
     #[test]

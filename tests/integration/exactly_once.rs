@@ -1,0 +1,281 @@
+//! Exactly-once mode against real clusters: a mirror killed with SIGKILL again and again while
+//! the source is written leaves every record exactly once for a `read_committed` reader (Kafka's
+//! own console consumer is the judge), and a second process on the same configuration fences
+//! the first.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use strait_testkit::KafkaDist;
+use strait_tests::*;
+
+use crate::mirror::{check_numbered, write_numbered, write_numbered_from};
+
+/// A flow of `topic` in exactly-once mode, with MM2's keys. Its source alias is the topic's
+/// name without dashes: a transactional id, an offsets topic and remote names of its own, so
+/// that tests running beside it neither fence it nor wait on its open transactions.
+fn exactly_once_properties(topic: &str) -> (String, String) {
+    let clusters = clusters();
+    let alias = topic.replace('-', "");
+    let properties = format!(
+        "clusters = {alias}, target\n\
+         {alias}.bootstrap.servers = {}\n\
+         target.bootstrap.servers = {}\n\
+         {alias}->target.enabled = true\n\
+         {alias}->target.topics = {topic}\n\
+         replication.factor = 1\n\
+         target.exactly.once.source.support = enabled\n\
+         {alias}.consumer.isolation.level = read_committed\n\
+         transaction.boundary = interval\n\
+         transaction.boundary.interval.ms = 500\n",
+        clusters.source.bootstrap_servers(),
+        clusters.target.bootstrap_servers()
+    );
+    (properties, alias)
+}
+
+/// What Kafka's console consumer reads from `topic` at `isolation`: (partition, value) per
+/// record, in the order of each partition. Reads until `records + 1` or 10 s of silence, so
+/// that a record too many is seen.
+fn java_consume(bootstrap: &str, topic: &str, isolation: &str, records: usize) -> Vec<(i32, String)> {
+    let mut command = KafkaDist::get()
+        .unwrap()
+        .java("org.apache.kafka.tools.consumer.ConsoleConsumer");
+    command
+        .args(["--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning"])
+        .args(["--max-messages", &(records + 1).to_string(), "--timeout-ms", "10000"])
+        .args(["--isolation-level", isolation])
+        .args(["--property", "print.partition=true"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // It ends with a timeout error once it read everything: its output is what counts.
+    let output = command.output().unwrap();
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let (partition, value) = line
+                .split_once('\t')
+                .unwrap_or_else(|| panic!("unexpected line {line:?}"));
+            let partition = partition.trim_start_matches("Partition:").parse().unwrap();
+            (partition, value.to_owned())
+        })
+        .collect()
+}
+
+/// Runs `strait run config`, its log (stderr) going to the file returned, which tests read and
+/// remove.
+fn start(config: &std::path::Path, run: usize) -> (StraitProcess, std::path::PathBuf) {
+    let log = config.with_extension(format!("{run}.log"));
+    let child = std::process::Command::new(strait_binary())
+        .arg("run")
+        .arg(config)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    (StraitProcess(child), log)
+}
+
+/// What a run logged.
+fn log_of(log: &std::path::Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_three_times_a_read_committed_consumer_sees_every_record_exactly_once() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("eos");
+    let (partitions, batches, per_batch) = (3, 100, 200);
+    create_topic(&source, &topic, partitions).await;
+    write_numbered(&source, &topic, partitions, batches, per_batch).await;
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    let (properties, alias) = exactly_once_properties(&topic);
+    std::fs::write(&config, properties).unwrap();
+    let remote = format!("{alias}.{topic}");
+
+    // The source is written all along, so that every kill lands in a busy transaction.
+    let writing = Arc::new(AtomicBool::new(true));
+    let writer = tokio::spawn({
+        let (source, topic, writing) = (source.clone(), topic.clone(), writing.clone());
+        async move {
+            let mut batch = batches;
+            while writing.load(Ordering::Relaxed) {
+                write_numbered_from(&source, &topic, partitions, batch, 1, per_batch).await;
+                batch += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            batch
+        }
+    });
+    let kills = 3;
+    for kill in 1..=kills {
+        let (mut mirror, log) = start(&config, kill);
+        // Busy: the target grows by more than a transaction's worth after the start.
+        let at_start = end_offsets(&target, &remote).await;
+        let deadline = std::time::Instant::now() + WAIT;
+        while end_offsets(&target, &remote).await <= at_start + 20_000 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "run {kill} did not write: {}",
+                log_of(&log)
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        mirror.0.kill().unwrap(); // SIGKILL: the open transaction is left open.
+        mirror.0.wait().unwrap();
+        let _ = std::fs::remove_file(&log);
+    }
+    writing.store(false, Ordering::Relaxed);
+    let batches = writer.await.unwrap();
+    let per_partition = batches * per_batch;
+    let total = partitions as usize * per_partition;
+
+    // The last run mirrors the rest, then stops cleanly.
+    let (mut mirror, log) = start(&config, kills + 1);
+    let deadline = std::time::Instant::now() + WAIT;
+    while committed_records(&target, &remote, partitions).await < total {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the last run did not commit everything: {}",
+            log_of(&log)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    std::process::Command::new("kill")
+        .args(["-TERM", &mirror.0.id().to_string()])
+        .status()
+        .unwrap();
+    let status = mirror.0.wait().unwrap();
+    assert!(status.success(), "a clean stop exits 0: {}", log_of(&log));
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(&config);
+
+    // The judge: Kafka's consumer at read_committed sees each record once, in order.
+    let consumed = java_consume(&clusters.target.bootstrap_servers(), &remote, "read_committed", total);
+    assert_eq!(consumed.len(), total, "read_committed: every record, and no more");
+    let mut next: HashMap<i32, usize> = HashMap::new();
+    for (partition, value) in &consumed {
+        let n: usize = value.split('-').nth(1).unwrap().parse().unwrap();
+        let expected = next.entry(*partition).or_default();
+        assert!(
+            value.starts_with(&format!("p{partition}-")),
+            "{value} in partition {partition}"
+        );
+        assert_eq!(
+            n, *expected,
+            "partition {partition}: {value} where record {expected} was due"
+        );
+        *expected += 1;
+    }
+    // The kills landed inside transactions: a read_uncommitted reader sees their aborted copies.
+    let uncommitted = check_numbered(&target, &remote, partitions, per_partition).await;
+    println!(
+        "exactly-once: {total} records over {kills} SIGKILLs: {} read_committed, 0 duplicates; \
+         {uncommitted} aborted copies visible to read_uncommitted",
+        consumed.len()
+    );
+    assert!(uncommitted > 0, "no kill landed inside a transaction");
+}
+
+/// Records of `topic` a read_committed reader sees: the last stable offsets, less the markers
+/// and aborted records, counted by reading.
+async fn committed_records(client: &strait_client::KafkaClient, topic: &str, partitions: i32) -> usize {
+    let mut count = 0;
+    for partition in 0..partitions {
+        count += read_committed_values(client, topic, partition).await.len();
+    }
+    count
+}
+
+/// The values of one partition as a read_committed reader sees them.
+async fn read_committed_values(client: &strait_client::KafkaClient, topic: &str, partition: i32) -> Vec<String> {
+    let mut values = Vec::new();
+    let mut position = 0;
+    loop {
+        let fetched = client.fetch(topic, partition, position, 8 << 20, true).await.unwrap();
+        let before = position;
+        let mut aborted = strait_wire::AbortedTransactionFilter::new(fetched.aborted_transactions);
+        for batch in strait_wire::RecordBatches::new(fetched.records) {
+            let Ok(batch) = batch else { break };
+            if aborted.check(&batch) == strait_wire::BatchVerdict::Forward {
+                for record in strait_wire::decode_records(&batch).unwrap() {
+                    values.push(String::from_utf8_lossy(&record.value.unwrap()).into_owned());
+                }
+            }
+            position = batch.next_offset();
+        }
+        if position == before {
+            return values;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_process_on_the_same_configuration_fences_the_first() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let target = client(&clusters.target).await;
+    let topic = unique("fence");
+    create_topic(&source, &topic, 1).await;
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    let (properties, alias) = exactly_once_properties(&topic);
+    std::fs::write(&config, properties).unwrap();
+    let remote = format!("{alias}.{topic}");
+    let writing = Arc::new(AtomicBool::new(true));
+    let writer = tokio::spawn({
+        let (source, topic, writing) = (source.clone(), topic.clone(), writing.clone());
+        async move {
+            let mut batch = 0;
+            while writing.load(Ordering::Relaxed) {
+                write_numbered_from(&source, &topic, 1, batch, 1, 100).await;
+                batch += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    });
+    let (mut first, first_log) = start(&config, 1);
+    let deadline = std::time::Instant::now() + WAIT;
+    while end_offsets(&target, &remote).await <= 1_000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first process did not write: {}",
+            log_of(&first_log)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (mut second, second_log) = start(&config, 2);
+    // The second's InitProducerId fences the first, whose next write or commit is refused.
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = first.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < WAIT, "the fenced process went on");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let stderr = log_of(&first_log);
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains("was fenced") && stderr.contains(&format!("strait-{alias}->target-0")),
+        "names the fence and the transactional id: {stderr}"
+    );
+    // The second goes on writing.
+    let now = end_offsets(&target, &remote).await;
+    wait_until("the second process writing", || async {
+        end_offsets(&target, &remote).await > now + 1_000
+    })
+    .await;
+    writing.store(false, Ordering::Relaxed);
+    writer.await.unwrap();
+    second.0.kill().unwrap();
+    second.0.wait().unwrap();
+    for file in [&first_log, &second_log, &config] {
+        let _ = std::fs::remove_file(file);
+    }
+    println!("fenced after {:?}", started.elapsed());
+}
