@@ -396,11 +396,23 @@ async fn data_loop(
                 tracing::error!(flow = %name, %error, "the last offset syncs were not stored");
             }
         }
+        let restarting = !*shutdown.borrow();
         for (task, handle) in [("config sync", config_sync), ("ACL sync", acl_sync)]
             .into_iter()
             .chain(checkpoints.map(|handle| ("checkpoints", handle)))
         {
-            end_task(&name, task, handle, within).await;
+            if restarting {
+                // The run ends but the process goes on (not told to stop, so they would not
+                // end by themselves): the next run starts them again.
+                handle.abort();
+                if let Err(error) = handle.await {
+                    if error.is_panic() {
+                        std::panic::resume_unwind(error.into_panic());
+                    }
+                }
+            } else {
+                end_task(&name, task, handle, within).await;
+            }
         }
         return match ended {
             Err(fatal) => Err(fatal),
