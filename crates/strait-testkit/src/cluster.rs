@@ -138,12 +138,14 @@ impl KafkaCluster {
         };
         let mut attempt = 0;
         loop {
-            let (port, controller_port) = (free_port()?, free_port()?);
+            // Distinct: a port released can be handed out again at the next bind.
+            let mut ports = DistinctPorts::default();
+            let (port, controller_port) = (ports.next()?, ports.next()?);
             let security = match &credentials {
                 Some((username, password)) => Some(SecureListeners {
-                    sasl_ssl: format!("localhost:{}", free_port()?),
-                    ssl: format!("localhost:{}", free_port()?),
-                    sasl_plaintext: format!("127.0.0.1:{}", free_port()?),
+                    sasl_ssl: format!("localhost:{}", ports.next()?),
+                    ssl: format!("localhost:{}", ports.next()?),
+                    sasl_plaintext: format!("127.0.0.1:{}", ports.next()?),
                     ca_pem: dir.join(CA_PEM),
                     client_pem: dir.join(CLIENT_PEM),
                     username: username.clone(),
@@ -152,7 +154,7 @@ impl KafkaCluster {
                 None => None,
             };
             let oauth_listener = match options.oauth {
-                Some(_) => Some(format!("127.0.0.1:{}", free_port()?)),
+                Some(_) => Some(format!("127.0.0.1:{}", ports.next()?)),
                 None => None,
             };
             let listeners = Listeners {
@@ -534,6 +536,22 @@ pub fn free_port() -> Result<u16> {
         source,
     })?;
     Ok(listener.local_addr().expect("a bound listener has an address").port())
+}
+
+/// Free ports, none handed out twice.
+#[derive(Default)]
+struct DistinctPorts(Vec<u16>);
+
+impl DistinctPorts {
+    fn next(&mut self) -> Result<u16> {
+        loop {
+            let port = free_port()?;
+            if !self.0.contains(&port) {
+                self.0.push(port);
+                return Ok(port);
+            }
+        }
+    }
 }
 
 /// Sends ApiVersions v0 and checks that the broker answers it without an error.
