@@ -95,7 +95,8 @@ async fn killed_three_times_a_read_committed_consumer_sees_every_record_exactly_
     write_numbered(&source, &topic, partitions, batches, per_batch).await;
     let config = std::env::temp_dir().join(format!("{topic}.properties"));
     let (properties, alias) = exactly_once_properties(&topic);
-    std::fs::write(&config, properties).unwrap();
+    // On the target, the offset syncs join the transactions.
+    std::fs::write(&config, properties + "offset-syncs.topic.location = target\n").unwrap();
     let remote = format!("{alias}.{topic}");
 
     // The source is written all along, so that every kill lands in a busy transaction.
@@ -139,11 +140,19 @@ async fn killed_three_times_a_read_committed_consumer_sees_every_record_exactly_
     let (mut mirror, log) = start(&config, kills + 1);
     let deadline = std::time::Instant::now() + WAIT;
     while committed_records(&target, &remote, partitions).await < total {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the last run did not commit everything: {}",
-            log_of(&log)
-        );
+        if std::time::Instant::now() >= deadline {
+            let mut seen = Vec::new();
+            for partition in 0..partitions {
+                let fetched = target.fetch(&remote, partition, 0, 1, true).await.unwrap();
+                let committed = read_committed_values(&target, &remote, partition).await.len();
+                seen.push((committed, fetched.last_stable_offset, fetched.high_watermark));
+            }
+            panic!(
+                "the last run did not commit all {total} records: (committed, last stable offset, high \
+                 watermark) per partition {seen:?}; its log: {}",
+                log_of(&log)
+            );
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     std::process::Command::new("kill")
@@ -172,6 +181,39 @@ async fn killed_three_times_a_read_committed_consumer_sees_every_record_exactly_
         );
         *expected += 1;
     }
+    // Every offset sync was written in a transaction, and each committed one points at the
+    // committed copy of its record.
+    let syncs_topic = format!("mm2-offset-syncs.{alias}.internal");
+    for batch in read_batches(&target, &syncs_topic, 0).await {
+        assert!(batch.is_transactional(), "offset syncs outside the transactions");
+    }
+    let committed: Vec<HashMap<i64, String>> = {
+        let mut committed = Vec::new();
+        for partition in 0..partitions {
+            committed.push(
+                read_committed_records(&target, &remote, partition)
+                    .await
+                    .into_iter()
+                    .collect(),
+            );
+        }
+        committed
+    };
+    let mut syncs = 0;
+    for (key, value) in read_committed_records_raw(&target, &syncs_topic, 0).await {
+        let sync = strait_wire::OffsetSync::decode(&key, &value).unwrap();
+        if sync.topic != topic {
+            continue;
+        }
+        let at = committed[sync.partition as usize].get(&sync.downstream_offset);
+        assert!(
+            at.is_some_and(|value| value.starts_with(&format!("p{}-{}-", sync.partition, sync.upstream_offset))),
+            "{sync:?} names a committed record, not {at:?}"
+        );
+        syncs += 1;
+    }
+    assert!(syncs > 0, "offset syncs were written");
+
     // The kills landed inside transactions: a read_uncommitted reader sees their aborted copies.
     let uncommitted = check_numbered(&target, &remote, partitions, per_partition).await;
     println!(
@@ -194,7 +236,46 @@ async fn committed_records(client: &strait_client::KafkaClient, topic: &str, par
 
 /// The values of one partition as a read_committed reader sees them.
 async fn read_committed_values(client: &strait_client::KafkaClient, topic: &str, partition: i32) -> Vec<String> {
-    let mut values = Vec::new();
+    read_committed_records(client, topic, partition)
+        .await
+        .into_iter()
+        .map(|(_, value)| value)
+        .collect()
+}
+
+/// The offsets and values of one partition as a read_committed reader sees them.
+async fn read_committed_records(
+    client: &strait_client::KafkaClient,
+    topic: &str,
+    partition: i32,
+) -> Vec<(i64, String)> {
+    let mut records = Vec::new();
+    read_committed(client, topic, partition, |offset, _, value| {
+        records.push((offset, String::from_utf8_lossy(&value).into_owned()))
+    })
+    .await;
+    records
+}
+
+/// The keys and values of one partition as a read_committed reader sees them.
+async fn read_committed_records_raw(
+    client: &strait_client::KafkaClient,
+    topic: &str,
+    partition: i32,
+) -> Vec<(bytes::Bytes, bytes::Bytes)> {
+    let mut records = Vec::new();
+    read_committed(client, topic, partition, |_, key, value| records.push((key, value))).await;
+    records
+}
+
+/// Reads one partition as a read_committed reader does: `each(offset, key, value)` for every
+/// committed record, up to the last stable offset.
+async fn read_committed(
+    client: &strait_client::KafkaClient,
+    topic: &str,
+    partition: i32,
+    mut each: impl FnMut(i64, bytes::Bytes, bytes::Bytes),
+) {
     let mut position = 0;
     loop {
         let fetched = client.fetch(topic, partition, position, 8 << 20, true).await.unwrap();
@@ -202,15 +283,17 @@ async fn read_committed_values(client: &strait_client::KafkaClient, topic: &str,
         let mut aborted = strait_wire::AbortedTransactionFilter::new(fetched.aborted_transactions);
         for batch in strait_wire::RecordBatches::new(fetched.records) {
             let Ok(batch) = batch else { break };
+            // Every batch goes through the filter: an ABORT marker ends its transaction.
             if aborted.check(&batch) == strait_wire::BatchVerdict::Forward {
                 for record in strait_wire::decode_records(&batch).unwrap() {
-                    values.push(String::from_utf8_lossy(&record.value.unwrap()).into_owned());
+                    let offset = batch.base_offset() + i64::from(record.offset_delta);
+                    each(offset, record.key.unwrap_or_default(), record.value.unwrap_or_default());
                 }
             }
             position = batch.next_offset();
         }
         if position == before {
-            return values;
+            return;
         }
     }
 }

@@ -334,7 +334,11 @@ const IGNORED_KEYS: &[(&str, &str)] = &[
     ("topic.tracking.enable", WHY_WORKER),
     ("topic.tracking.allow.reset", WHY_WORKER),
     ("topic.creation.enable", WHY_WORKER),
-    ("dedicated.mode.enable.internal.rest", WHY_REST),
+    (
+        "dedicated.mode.enable.internal.rest",
+        "not needed: MM2 needs it so that its nodes can send exactly-once fencing to the leader; a Strait process \
+         fences its own transactional id with InitProducerId",
+    ),
     ("listeners", WHY_REST),
     ("admin.listeners", WHY_REST),
     ("access.control.allow.origin", WHY_REST),

@@ -389,11 +389,13 @@ async fn data_loop(
         let ended = match ended {
             Some(Ok(why)) => Ok(Ended::Aborted(why)),
             Some(Err(fatal)) => Err(fatal),
-            None => transaction.end(&progress, within).await,
+            None => transaction.end(&progress, syncs.as_deref(), within).await,
         };
-        if let Some(syncs) = syncs.as_ref().filter(|_| matches!(ended, Ok(Ended::Committed))) {
-            if let Err(error) = bounded(within, "offset syncs", || syncs.flush()).await {
-                tracing::error!(flow = %name, %error, "the last offset syncs were not stored");
+        if let (Some(syncs), Ok(Ended::Committed(after))) = (&syncs, &ended) {
+            if !after.is_empty() {
+                if let Err(error) = bounded(within, "offset syncs", || syncs.write(after.clone())).await {
+                    tracing::error!(flow = %name, %error, "the last offset syncs were not stored");
+                }
             }
         }
         let restarting = !*shutdown.borrow();
@@ -417,7 +419,7 @@ async fn data_loop(
         return match ended {
             Err(fatal) => Err(fatal),
             Ok(Ended::Aborted(why)) => Err(MirrorError::TransactionAborted { flow: name, why }),
-            Ok(Ended::Committed) => {
+            Ok(Ended::Committed(_)) => {
                 tracing::info!(flow = %name, records = stats.records(), bytes = stats.bytes(), "flow stopped");
                 drained.ok().flatten().map_or(Ok(()), Err)
             }
@@ -484,13 +486,14 @@ async fn commit(
     syncs: &Option<Arc<OffsetSyncs>>,
     within: Duration,
 ) -> Result<Option<String>, MirrorError> {
-    match transaction.end(progress, within).await? {
+    match transaction.end(progress, syncs.as_deref(), within).await? {
         Ended::Aborted(why) => Ok(Some(why)),
-        Ended::Committed => {
-            // After the commit, as MM2 writes them: a sync never names uncommitted records.
-            if let Some(syncs) = syncs {
-                if let Err(error) = syncs.flush().await {
-                    tracing::warn!(flow = %name, %error, "writing offset syncs failed; they are written at the next commit");
+        Ended::Committed(after) => {
+            // Syncs on another cluster than the target: written after the commit, as MM2
+            // writes them, so that a sync never names uncommitted records.
+            if let Some(syncs) = syncs.as_ref().filter(|_| !after.is_empty()) {
+                if let Err(error) = syncs.write(after).await {
+                    tracing::warn!(flow = %name, %error, "writing offset syncs failed; they are written after the next commit");
                 }
             }
             Ok(None)

@@ -106,12 +106,21 @@ impl OffsetSyncs {
     /// Writes the syncs noted since the last flush. Cancel-safe: what a failed or cut-short
     /// flush did not write is kept, ahead of newer syncs, for the next one.
     pub async fn flush(&self) -> Result<(), MirrorError> {
-        let syncs: Vec<OffsetSync> = {
-            let mut state = self.state.lock().expect("syncs lock");
-            let mut syncs = std::mem::take(&mut state.pending);
-            syncs.extend(std::mem::take(&mut state.delayed).into_values());
-            syncs
-        };
+        self.write(self.take()).await
+    }
+
+    /// Takes the syncs noted since the last flush, to be written by [`OffsetSyncs::write`] or
+    /// in a transaction (exactly-once mode, when the topic is on the target).
+    pub(crate) fn take(&self) -> Vec<OffsetSync> {
+        let mut state = self.state.lock().expect("syncs lock");
+        let mut syncs = std::mem::take(&mut state.pending);
+        syncs.extend(std::mem::take(&mut state.delayed).into_values());
+        syncs
+    }
+
+    /// Writes `syncs`, taken before. Cancel-safe: what is not written goes back, ahead of the
+    /// syncs noted since, for the next flush.
+    pub(crate) async fn write(&self, syncs: Vec<OffsetSync>) -> Result<(), MirrorError> {
         let mut unwritten = Unwritten {
             state: &self.state,
             syncs,
@@ -126,6 +135,16 @@ impl OffsetSyncs {
             unwritten.written += written;
         }
         Ok(())
+    }
+
+    /// The alias of the cluster the syncs topic is on.
+    pub(crate) fn cluster(&self) -> &str {
+        &self.cluster
+    }
+
+    /// The syncs topic (one partition, 0).
+    pub(crate) fn topic(&self) -> &str {
+        &self.topic
     }
 
     /// The downstream offset for a group's upstream position, by MM2's rule: exact where a sync

@@ -480,7 +480,8 @@ fn ignored_keys_with_reasons() {
             "line 11: `A->B.source.cluster.client.id` ignored: only bootstrap.servers, security.protocol, ssl.* and sasl.* are read from `source.cluster.*` and `target.cluster.*`",
             "line 12: `A.client.id` ignored: MM2 passes only bootstrap.servers, security.protocol, ssl.* and sasl.* from cluster-level and top-level keys to its clients; use `<alias>.consumer.<key>`, `<alias>.producer.<key>` or `<alias>.admin.<key>`",
             "line 13: `metric.reporters` ignored: a JMX/metrics-reporter setting; Strait exposes its own metrics",
-            "line 14: `dedicated.mode.enable.internal.rest` ignored: a Connect REST server setting; Strait has no REST API",
+            "line 14: `dedicated.mode.enable.internal.rest` ignored: not needed: MM2 needs it so that its nodes can send \
+             exactly-once fencing to the leader; a Strait process fences its own transactional id with InitProducerId",
             "line 15: `listeners` ignored: a Connect REST server setting; Strait has no REST API",
             "line 16: `key.converter` ignored: records are copied as raw bytes",
             "line 17: `A.consumer.poll.timeout.ms` ignored: MM2 reads connector settings only at top level (`consumer.poll.timeout.ms`) or per flow (`A-><target>.consumer.poll.timeout.ms`), not per cluster",

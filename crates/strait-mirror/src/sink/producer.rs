@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, ProduceResponse, TopicName};
 use strait_client::kafka_protocol;
+use strait_client::kafka_protocol::error::ResponseError;
 use strait_client::{
     decode_response, encode_produce_request, produced_partitions, Backoff, BrokerConnection, ConnectionConfig, Error,
     KafkaClient, PartitionRecords, TopicRecords,
@@ -22,7 +23,7 @@ use tokio::sync::{mpsc, watch};
 use crate::data_path::{Event, Worker};
 use crate::sink::producer_id::ProducerIds;
 use crate::sink::queue::{Next, PartitionQueue, Settled};
-use crate::sink::transaction::{InTransaction, Transaction};
+use crate::sink::transaction::{refused_before_append, InTransaction, Transaction};
 use crate::sink::ReadyQueues;
 use crate::Stats;
 
@@ -408,10 +409,16 @@ impl TargetProducer {
                 }
                 Err(error) => {
                     self.context.stats.record_error(&self.context.alias, "Produce", &error);
+                    let out_of_order = error.is(ResponseError::OutOfOrderSequenceNumber);
+                    let refused = refused_before_append(&error);
+                    // Behind a batch refused before its append the next ones are refused as out
+                    // of order: nothing of theirs is in the transaction either.
+                    let follows = queue.failed(request.id, error.clone());
                     if let Some(transaction) = &self.context.transaction {
-                        transaction.doom(&error);
+                        if !(refused || follows && out_of_order) {
+                            transaction.doom(&error);
+                        }
                     }
-                    queue.failed(request.id, error);
                 }
             }
             self.settle(queue);

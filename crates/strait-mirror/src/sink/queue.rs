@@ -744,9 +744,11 @@ impl PartitionQueue {
         }
     }
 
-    /// A batch of it failed with `error`.
-    pub(crate) fn failed(&self, request: u64, error: Error) {
+    /// A batch of it failed with `error`. Returns whether the partition was failing already
+    /// (a batch behind a refused one is refused in turn).
+    pub(crate) fn failed(&self, request: u64, error: Error) -> bool {
         self.with_state(|state| {
+            let failing = state.failure().is_some();
             let message = error.to_string();
             let leader_moved = Remedy::for_error(&error) == Remedy::Rehome;
             if state.failed(request, error) {
@@ -761,7 +763,8 @@ impl PartitionQueue {
                         "producing source offsets {first}..={last} failed: {message}; sending again in order");
                 }
             }
-        });
+            failing
+        })
     }
 
     /// Once a failure's answers are all in: what it asks of the producer. Reports a batch not

@@ -10,8 +10,9 @@
 //! every partition's sequences start again at 0; under versions 0 and 1 partitions are added
 //! with AddPartitionsToTxn before their first batch of a transaction and the epoch stays.
 //!
-//! Any Produce failure in a transaction dooms it: the batches of a failed request may or may
-//! not have landed, and after the epoch bump their retries could not be recognised. A doomed
+//! A Produce failure whose batches may have landed (no answer, or an error after the append)
+//! dooms the transaction: after the epoch bump their retries could not be recognised. A batch
+//! its leader refused before appending is simply sent again. A doomed
 //! transaction is aborted and the flow starts again from the committed positions, so nothing
 //! uncommitted is ever taken for mirrored. InitProducerId with the flow's `transactional.id`
 //! at start fences a previous owner (a killed or frozen instance) and aborts its open
@@ -21,14 +22,16 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use strait_client::kafka_protocol::error::ResponseError;
 use strait_client::{Error, KafkaClient, ProducerIdAndEpoch};
-use strait_wire::{ProducerState, RecordBatchBuilder};
+use strait_wire::{OffsetSync, ProducerState, RecordBatchBuilder};
 use tokio::sync::{watch, Notify};
 
 use crate::error::FencedProducer;
 use crate::internal_topics::now_ms;
-use crate::progress::{PositionRecords, ProgressStore};
+use crate::offset_syncs::OffsetSyncs;
+use crate::progress::ProgressStore;
 use crate::sink::producer_id::ProducerIds;
 use crate::sink::queue::add_sequence;
 use crate::MirrorError;
@@ -39,6 +42,9 @@ pub(crate) const MAX_TRANSACTION_BYTES: usize = 128 * 1024 * 1024;
 
 /// The highest Produce version a transaction may use under transaction versions 0 and 1.
 const PRODUCE_V1_MAX: i16 = 11;
+
+/// Records to write into one partition in a transaction: topic, partition, (key, value)s.
+type PartitionRecords<'a> = (&'a str, i32, Vec<(Bytes, Bytes)>);
 
 /// The transactional producer of one flow into its target.
 #[derive(Debug)]
@@ -79,8 +85,9 @@ struct State {
     fenced: Option<Error>,
     /// Partitions added to it (transaction versions 0 and 1).
     added: HashSet<(String, i32)>,
-    /// The next sequence of each progress-topic partition, for the current identity.
-    progress_sequences: HashMap<i32, i32>,
+    /// The next sequence of each partition of the positions and syncs topics, for the current
+    /// identity.
+    sequences: HashMap<(String, i32), i32>,
 }
 
 /// A Produce request of the transaction on its way: while any is held, the transaction is not
@@ -101,8 +108,9 @@ impl Drop for InTransaction {
 /// How a transaction ended.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Ended {
-    /// Committed (or nothing was written).
-    Committed,
+    /// Committed (or nothing was written), with the offset syncs of its data that are to be
+    /// written now, outside it (their topic is on another cluster).
+    Committed(Vec<OffsetSync>),
     /// Aborted: the flow must start again from its committed positions.
     Aborted(String),
 }
@@ -236,10 +244,16 @@ impl Transaction {
     }
 
     /// Ends the transaction: seals it, waits (up to `within`) for its requests on the wire,
-    /// then commits it with the positions of `progress` written in it, or aborts it if one of
-    /// its requests failed. Producers resume after a commit; after an abort the caller starts
-    /// the flow again from the committed positions.
-    pub(crate) async fn end(&self, progress: &ProgressStore, within: Duration) -> Result<Ended, MirrorError> {
+    /// then commits it with the positions of `progress` written in it, and the offset syncs of
+    /// `syncs` too when their topic is on the target; or aborts it if one of its requests
+    /// failed. Producers resume after a commit; after an abort the caller starts the flow again
+    /// from the committed positions.
+    pub(crate) async fn end(
+        &self,
+        progress: &ProgressStore,
+        syncs: Option<&OffsetSyncs>,
+        within: Duration,
+    ) -> Result<Ended, MirrorError> {
         let drained = async {
             loop {
                 let notified = self.drained.notified();
@@ -272,14 +286,29 @@ impl Transaction {
             self.abort().await?;
             return Ok(Ended::Aborted(why));
         }
-        let due = progress.take_due();
-        if let Some((batches, _)) = &due {
-            if let Err(error) = self.write_positions(progress.topic(), batches).await {
+        // Taken while sealed: the syncs of exactly the data this transaction holds.
+        let mut after = syncs.map(OffsetSyncs::take).unwrap_or_default();
+        let mut records: Vec<PartitionRecords> = Vec::new();
+        if let Some(syncs) = syncs.filter(|syncs| syncs.cluster() == self.cluster && !after.is_empty()) {
+            let synced = std::mem::take(&mut after)
+                .iter()
+                .map(|s| (s.key(), s.value()))
+                .collect();
+            records.push((syncs.topic(), 0, synced));
+        }
+        let (positions, due) = progress.take_due().unzip();
+        for (partition, positions) in positions.into_iter().flatten() {
+            records.push((progress.topic(), partition, positions));
+        }
+        if !records.is_empty() {
+            if let Err(error) = self.write_records(records).await {
                 if is_fenced(&error) {
                     return Err(fenced_or(&self.cluster, &self.id, error));
                 }
                 self.abort().await?;
-                return Ok(Ended::Aborted(format!("writing the positions failed: {error}")));
+                return Ok(Ended::Aborted(format!(
+                    "writing the positions and offset syncs failed: {error}"
+                )));
             }
             self.state.lock().expect("transaction lock").written = true;
         }
@@ -297,11 +326,11 @@ impl Transaction {
                 Err(error) => return Ok(Ended::Aborted(format!("committing failed: {error}"))),
             }
         }
-        if let Some((_, due)) = due {
+        if let Some(due) = due {
             due.written();
         }
         self.resume();
-        Ok(Ended::Committed)
+        Ok(Ended::Committed(after))
     }
 
     /// Aborts the open transaction (if anything was written in it). An abort that fails for
@@ -328,11 +357,11 @@ impl Transaction {
     fn next(&self, before: ProducerIdAndEpoch, identity: ProducerIdAndEpoch) {
         let mut state = self.state.lock().expect("transaction lock");
         let sealed = state.sealed;
-        let sequences = std::mem::take(&mut state.progress_sequences);
+        let sequences = std::mem::take(&mut state.sequences);
         *state = State {
             sealed,
             // Under versions 0 and 1 the epoch stays and sequences go on.
-            progress_sequences: if identity == before { sequences } else { HashMap::new() },
+            sequences: if identity == before { sequences } else { HashMap::new() },
             ..State::default()
         };
         drop(state);
@@ -347,19 +376,20 @@ impl Transaction {
         self.resumed.send_modify(|generation| *generation += 1);
     }
 
-    /// Writes the positions into the transaction: one batch per progress-topic partition.
-    async fn write_positions(&self, topic: &str, batches: &PositionRecords) -> Result<(), Error> {
-        let partitions: Vec<(String, i32)> = batches.keys().map(|&p| (topic.to_owned(), p)).collect();
+    /// Writes records into the transaction: one batch per partition, `(topic, partition,
+    /// records)`.
+    async fn write_records(&self, batches: Vec<PartitionRecords<'_>>) -> Result<(), Error> {
+        let partitions: Vec<(String, i32)> = batches.iter().map(|(t, p, _)| ((*t).to_owned(), *p)).collect();
         self.add_partitions(&partitions).await?;
         let identity = self.ids.current();
         let now = now_ms();
-        for (&partition, records) in batches {
+        for ((topic, partition, records), key) in batches.into_iter().zip(partitions) {
             let sequence = *self
                 .state
                 .lock()
                 .expect("transaction lock")
-                .progress_sequences
-                .get(&partition)
+                .sequences
+                .get(&key)
                 .unwrap_or(&0);
             let mut builder = RecordBatchBuilder::new().producer(ProducerState {
                 producer_id: identity.producer_id,
@@ -368,7 +398,7 @@ impl Transaction {
                 transactional: true,
             });
             for (key, value) in records {
-                builder.push(Some(key.clone()), Some(value.clone()), Vec::new(), now);
+                builder.push(Some(key), Some(value), Vec::new(), now);
             }
             let count = builder.len() as i32;
             self.client
@@ -383,11 +413,35 @@ impl Transaction {
             self.state
                 .lock()
                 .expect("transaction lock")
-                .progress_sequences
-                .insert(partition, add_sequence(sequence, count));
+                .sequences
+                .insert(key, add_sequence(sequence, count));
         }
         Ok(())
     }
+}
+
+/// Whether a partition's error in a Produce answer says that its leader refused the batch
+/// before appending it: it is not in the transaction, and its queue sends it again (in this
+/// transaction, or from sequence 0 in the next), so the transaction goes on. A leader that
+/// could not have the partition added to the transaction answers NOT_ENOUGH_REPLICAS (KIP-890:
+/// for instance while another request of the same transactional id is being verified).
+/// Anything else (an answer lost, a timeout after the append, a sequence or epoch refused)
+/// leaves a batch of unknown fate, which only an abort settles.
+pub(crate) fn refused_before_append(error: &Error) -> bool {
+    error.kafka_code().is_some_and(|code| {
+        matches!(
+            code.0,
+            ResponseError::NotEnoughReplicas
+                | ResponseError::NotLeaderOrFollower
+                | ResponseError::LeaderNotAvailable
+                | ResponseError::UnknownTopicOrPartition
+                | ResponseError::ConcurrentTransactions
+                | ResponseError::CoordinatorNotAvailable
+                | ResponseError::NotCoordinator
+                | ResponseError::CoordinatorLoadInProgress
+                | ResponseError::NetworkException
+        )
+    })
 }
 
 /// Whether `error` says another producer took over the `transactional.id`.
