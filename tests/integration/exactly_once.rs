@@ -9,15 +9,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use strait_testkit::KafkaDist;
+use strait_testkit::{KafkaCluster, KafkaDist};
 use strait_tests::*;
 
 use crate::mirror::{check_numbered, write_numbered, write_numbered_from};
 
-/// A flow of `topic` in exactly-once mode, with MM2's keys. Its source alias is the topic's
-/// name without dashes: a transactional id, an offsets topic and remote names of its own, so
+/// A flow of `topic` from the shared source into `target` (its bootstrap servers) in
+/// exactly-once mode, with MM2's keys. Its source alias is the topic's name without dashes: a transactional id, an offsets topic and remote names of its own, so
 /// that tests running beside it neither fence it nor wait on its open transactions.
-fn exactly_once_properties(topic: &str) -> (String, String) {
+fn exactly_once_properties(topic: &str, target: &str) -> (String, String) {
     let clusters = clusters();
     let alias = topic.replace('-', "");
     let properties = format!(
@@ -32,7 +32,7 @@ fn exactly_once_properties(topic: &str) -> (String, String) {
          transaction.boundary = interval\n\
          transaction.boundary.interval.ms = 500\n",
         clusters.source.bootstrap_servers(),
-        clusters.target.bootstrap_servers()
+        target
     );
     (properties, alias)
 }
@@ -87,17 +87,62 @@ fn log_of(log: &std::path::Path) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killed_three_times_a_read_committed_consumer_sees_every_record_exactly_once() {
+    let (logged, _) = killed_and_restarted(&clusters().target, "eos", 3).await;
+    assert!(logged.contains("transaction_version=2"), "{logged}");
+}
+
+/// The same under the transaction protocol before KIP-890 (`transaction.version=1`, as on a
+/// cluster upgraded to Kafka 4 without finalizing the feature): partitions join with
+/// AddPartitionsToTxn, Produce stays at v11 and the epoch stays across transactions, so
+/// sequences go on. The broker's verification (`transaction.partition.verification.enable`)
+/// refuses a batch in a partition not added.
+#[tokio::test(flavor = "multi_thread")]
+async fn under_transaction_version_1_killed_twice_every_record_is_there_exactly_once() {
+    let target = tokio::task::spawn_blocking(|| {
+        let options = strait_testkit::ClusterOptions::new("tv1-target").feature("transaction.version", 1);
+        KafkaCluster::start_with(options).unwrap_or_else(|e| panic!("starting the TV1 target: {e}"))
+    })
+    .await
+    .unwrap();
+    let version = client(&target).await.transaction_version().await.unwrap();
+    assert_eq!(version, 1, "the cluster was formatted at transaction.version=1");
+    let (logged, identities) = killed_and_restarted(&target, "eos1", 2).await;
+    assert!(logged.contains("transaction_version=1"), "{logged}");
+    // The epoch stays across transactions: every epoch in the data is one InitProducerId gave
+    // (at each start, and after an abort), none one EndTxn bumped.
+    let initialized: std::collections::BTreeSet<(i64, i16)> = logged
+        .lines()
+        .filter(|line| line.contains("exactly-once producer ready"))
+        .map(|line| (field(line, "producer_id"), field(line, "epoch") as i16))
+        .collect();
+    assert!(
+        identities.is_subset(&initialized),
+        "epochs in the data {identities:?}, from InitProducerId {initialized:?}"
+    );
+}
+
+/// Mirrors a new topic of the shared source into `target` in exactly-once mode while the
+/// source is written, SIGKILLs `strait run` `kills` times in busy transactions, then lets a
+/// last run commit the rest and stop cleanly. The judge is Kafka's consumer at
+/// read_committed: every record once, in order. Returns what the runs logged, and the
+/// producer identities (id and epoch) that wrote the data.
+async fn killed_and_restarted(
+    target_cluster: &KafkaCluster,
+    prefix: &str,
+    kills: usize,
+) -> (String, std::collections::BTreeSet<(i64, i16)>) {
     let clusters = clusters();
-    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
-    let topic = unique("eos");
+    let (source, target) = (client(&clusters.source).await, client(target_cluster).await);
+    let topic = unique(prefix);
     let (partitions, batches, per_batch) = (3, 100, 200);
     create_topic(&source, &topic, partitions).await;
     write_numbered(&source, &topic, partitions, batches, per_batch).await;
     let config = std::env::temp_dir().join(format!("{topic}.properties"));
-    let (properties, alias) = exactly_once_properties(&topic);
+    let (properties, alias) = exactly_once_properties(&topic, &target_cluster.bootstrap_servers());
     // On the target, the offset syncs join the transactions.
     std::fs::write(&config, properties + "offset-syncs.topic.location = target\n").unwrap();
     let remote = format!("{alias}.{topic}");
+    let mut logged = String::new();
 
     // The source is written all along, so that every kill lands in a busy transaction.
     let writing = Arc::new(AtomicBool::new(true));
@@ -113,7 +158,6 @@ async fn killed_three_times_a_read_committed_consumer_sees_every_record_exactly_
             batch
         }
     });
-    let kills = 3;
     for kill in 1..=kills {
         let (mut mirror, log) = start(&config, kill);
         // Busy: the target grows by more than a transaction's worth after the start.
@@ -129,6 +173,7 @@ async fn killed_three_times_a_read_committed_consumer_sees_every_record_exactly_
         }
         mirror.0.kill().unwrap(); // SIGKILL: the open transaction is left open.
         mirror.0.wait().unwrap();
+        logged += &log_of(&log);
         let _ = std::fs::remove_file(&log);
     }
     writing.store(false, Ordering::Relaxed);
@@ -161,11 +206,12 @@ async fn killed_three_times_a_read_committed_consumer_sees_every_record_exactly_
         .unwrap();
     let status = mirror.0.wait().unwrap();
     assert!(status.success(), "a clean stop exits 0: {}", log_of(&log));
+    logged += &log_of(&log);
     let _ = std::fs::remove_file(&log);
     let _ = std::fs::remove_file(&config);
 
     // The judge: Kafka's consumer at read_committed sees each record once, in order.
-    let consumed = java_consume(&clusters.target.bootstrap_servers(), &remote, "read_committed", total);
+    let consumed = java_consume(&target_cluster.bootstrap_servers(), &remote, "read_committed", total);
     assert_eq!(consumed.len(), total, "read_committed: every record, and no more");
     let mut next: HashMap<i32, usize> = HashMap::new();
     for (partition, value) in &consumed {
@@ -217,11 +263,53 @@ async fn killed_three_times_a_read_committed_consumer_sees_every_record_exactly_
     // The kills landed inside transactions: a read_uncommitted reader sees their aborted copies.
     let uncommitted = check_numbered(&target, &remote, partitions, per_partition).await;
     println!(
-        "exactly-once: {total} records over {kills} SIGKILLs: {} read_committed, 0 duplicates; \
+        "exactly-once into {}: {total} records over {kills} SIGKILLs: {} read_committed, 0 duplicates; \
          {uncommitted} aborted copies visible to read_uncommitted",
+        target_cluster.name(),
         consumed.len()
     );
     assert!(uncommitted > 0, "no kill landed inside a transaction");
+    let identities = producer_identities(&target, &remote, partitions).await;
+    println!("producer ids and epochs of the data: {identities:?}");
+    (logged, identities)
+}
+
+/// The number after `name=` in a log line.
+fn field(line: &str, name: &str) -> i64 {
+    let start = line
+        .find(&format!(" {name}="))
+        .unwrap_or_else(|| panic!("{name} in {line}"))
+        + name.len()
+        + 2;
+    let digits: String = line[start..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().unwrap()
+}
+
+/// The (producer id, epoch) pairs of `topic`'s data batches, aborted ones too.
+async fn producer_identities(
+    client: &strait_client::KafkaClient,
+    topic: &str,
+    partitions: i32,
+) -> std::collections::BTreeSet<(i64, i16)> {
+    let mut identities = std::collections::BTreeSet::new();
+    for partition in 0..partitions {
+        let mut position = 0;
+        loop {
+            let fetched = client.fetch(topic, partition, position, 8 << 20, false).await.unwrap();
+            let before = position;
+            for batch in strait_wire::RecordBatches::new(fetched.records) {
+                let Ok(batch) = batch else { break };
+                if !batch.is_control() {
+                    identities.insert((batch.producer_id(), batch.producer_epoch()));
+                }
+                position = batch.next_offset();
+            }
+            if position == before {
+                break;
+            }
+        }
+    }
+    identities
 }
 
 /// Records of `topic` a read_committed reader sees: the last stable offsets, less the markers
@@ -306,7 +394,7 @@ async fn a_second_process_on_the_same_configuration_fences_the_first() {
     let topic = unique("fence");
     create_topic(&source, &topic, 1).await;
     let config = std::env::temp_dir().join(format!("{topic}.properties"));
-    let (properties, alias) = exactly_once_properties(&topic);
+    let (properties, alias) = exactly_once_properties(&topic, &clusters.target.bootstrap_servers());
     std::fs::write(&config, properties).unwrap();
     let remote = format!("{alias}.{topic}");
     let writing = Arc::new(AtomicBool::new(true));

@@ -150,20 +150,26 @@ impl KafkaClient {
         .await
     }
 
-    /// Ends the open transaction of `transactional_id`: commits it, or aborts it. Returns the
-    /// identity to go on with: under transaction version 2 (EndTxn v5) a bumped epoch, or a new
-    /// producer id at epoch 0 once the epoch is exhausted; otherwise `identity` itself.
-    /// Retries what may pass (the coordinator moved or is loading) for up to `within`.
+    /// Ends the open transaction of `transactional_id`: commits it, or aborts it, with EndTxn at
+    /// most at `max_version`. Returns the identity to go on with: under transaction version 2
+    /// (EndTxn v5) a bumped epoch, or a new producer id at epoch 0 once the epoch is exhausted;
+    /// otherwise `identity` itself. Retries what may pass (the coordinator moved or is loading)
+    /// for up to `within`.
+    ///
+    /// A transaction begun under versions 0 and 1 must end with v4 at most (as Kafka's
+    /// `EndTxnRequest.Builder` without transaction V2): the coordinator takes v5 for version
+    /// 2 and bumps the epoch, whatever the cluster's feature level.
     pub async fn end_transaction(
         &self,
         transactional_id: &str,
         identity: ProducerIdAndEpoch,
         commit: bool,
+        max_version: i16,
         within: Duration,
     ) -> Result<ProducerIdAndEpoch> {
         retrying(within, || async {
             let connection = self.coordinator(TRANSACTION_KEY, transactional_id).await?;
-            let version = connection.version(ApiKey::EndTxn)?;
+            let version = connection.version(ApiKey::EndTxn)?.min(max_version);
             let request = EndTxnRequest::default()
                 .with_transactional_id(TransactionalId(StrBytes::from_string(transactional_id.into())))
                 .with_producer_id(ProducerId(identity.producer_id))

@@ -30,6 +30,9 @@ pub struct ClusterOptions {
     pub kafka_jvm: bool,
     /// An OAUTHBEARER listener too (see [`ClusterOptions::oauth`]).
     pub oauth: Option<OAuthOptions>,
+    /// Feature levels the cluster is formatted with, e.g. `("transaction.version", 1)` (see
+    /// [`ClusterOptions::feature`]); the others are the release's defaults.
+    pub features: Vec<(String, i16)>,
 }
 
 /// How the broker's OAUTHBEARER listener validates tokens: with Kafka's own validator
@@ -58,7 +61,16 @@ impl ClusterOptions {
             secure: false,
             kafka_jvm: false,
             oauth: None,
+            features: Vec::new(),
         }
+    }
+
+    /// Formats the cluster with the feature `name` at `level` (`kafka-storage format --feature
+    /// name=level`), e.g. `transaction.version` at 1 for the transaction protocol before
+    /// KIP-890's (Kafka 4's default is 2).
+    pub fn feature(mut self, name: &str, level: i16) -> Self {
+        self.features.push((name.into(), level));
+        self
     }
 
     /// Opens an `OAUTHBEARER` listener (SASL_PLAINTEXT) beside the others, validating tokens of
@@ -166,7 +178,7 @@ impl KafkaCluster {
                 &server_properties(&options, &dir, Node::Combined, port, controller_port, listeners),
             )?;
             if attempt == 0 {
-                format_storage(dist, &options.name, &dir, &cluster_id, security.as_ref())?;
+                format_storage(dist, &options, &dir, &cluster_id, security.as_ref())?;
             }
             let cluster = KafkaCluster {
                 options: options.clone(),
@@ -257,11 +269,11 @@ impl KafkaCluster {
             Listeners::default(),
         );
         write(&dir.join("server.properties"), &text)?;
-        format_storage(dist, &name, dir, &self.cluster_id, None)?;
         let options = ClusterOptions {
             name,
             ..self.options.clone()
         };
+        format_storage(dist, &options, dir, &self.cluster_id, None)?;
         let process = start_jvm(dist, &options, dir, port)?;
         Ok(KafkaBroker {
             options,
@@ -475,7 +487,7 @@ fn new_cluster_id() -> String {
 
 fn format_storage(
     dist: &KafkaDist,
-    cluster: &str,
+    options: &ClusterOptions,
     dir: &Path,
     cluster_id: &str,
     security: Option<&SecureListeners>,
@@ -484,6 +496,9 @@ fn format_storage(
     command
         .args(["format", "-t", cluster_id, "-c"])
         .arg(dir.join("server.properties"));
+    for (name, level) in &options.features {
+        command.arg("--feature").arg(format!("{name}={level}"));
+    }
     if let Some(security) = security {
         // SCRAM credentials live in the metadata log; writing them at format time means they
         // exist before the first client connects.
@@ -502,7 +517,7 @@ fn format_storage(
         Ok(())
     } else {
         Err(Error::Format {
-            cluster: cluster.into(),
+            cluster: options.name.clone(),
             output: String::from_utf8_lossy(&[output.stdout, output.stderr].concat()).into(),
         })
     }

@@ -43,6 +43,10 @@ pub(crate) const MAX_TRANSACTION_BYTES: usize = 128 * 1024 * 1024;
 /// The highest Produce version a transaction may use under transaction versions 0 and 1.
 const PRODUCE_V1_MAX: i16 = 11;
 
+/// The highest EndTxn version under transaction versions 0 and 1: v5 is version 2's, whose
+/// coordinator bumps the epoch at every end.
+const END_TXN_V1_MAX: i16 = 4;
+
 /// Records to write into one partition in a transaction: topic, partition, (key, value)s.
 type PartitionRecords<'a> = (&'a str, i32, Vec<(Bytes, Bytes)>);
 
@@ -163,6 +167,15 @@ impl Transaction {
             i16::MAX
         } else {
             PRODUCE_V1_MAX
+        }
+    }
+
+    /// The highest EndTxn version the transaction may end with.
+    fn max_end_txn_version(&self) -> i16 {
+        if self.v2 {
+            i16::MAX
+        } else {
+            END_TXN_V1_MAX
         }
     }
 
@@ -316,7 +329,7 @@ impl Transaction {
             let identity = self.ids.current();
             match self
                 .client
-                .end_transaction(&self.id, identity, true, self.timeout)
+                .end_transaction(&self.id, identity, true, self.max_end_txn_version(), self.timeout)
                 .await
             {
                 Ok(next) => self.next(identity, next),
@@ -341,7 +354,7 @@ impl Transaction {
             let identity = self.ids.current();
             match self
                 .client
-                .end_transaction(&self.id, identity, false, self.timeout)
+                .end_transaction(&self.id, identity, false, self.max_end_txn_version(), self.timeout)
                 .await
             {
                 Ok(next) => self.next(identity, next),
