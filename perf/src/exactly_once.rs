@@ -6,8 +6,8 @@
 //!
 //! Both exactly-once mirrors read the same keys: `target.exactly.once.source.support = enabled`,
 //! the source consumer at `read_committed`, and a transaction committed every second
-//! (`transaction.boundary = interval`, `transaction.boundary.interval.ms = 1000`, Strait's
-//! default interval). MM2's dedicated mode also needs its internal REST server for exactly-once
+//! (`<alias>->target.transaction.boundary = interval`,
+//! `<alias>->target.transaction.boundary.interval.ms = 1000`, Strait's default interval). MM2's dedicated mode also needs its internal REST server for exactly-once
 //! (`dedicated.mode.enable.internal.rest`, `listeners`), which Strait ignores.
 //!
 //! A target written in transactions holds a marker per partition per transaction, and may hold
@@ -219,13 +219,16 @@ impl Bench {
         let alias = variant.mirror.alias();
         let path = self.write_config(tag, variant.mirror, &self.source.bootstrap, topics, "lz4", batching)?;
         if variant.exactly_once {
+            // The transaction keys per flow: MM2's dedicated mode passes only its own
+            // connectors' keys from the top level to them (`transaction.boundary` is Connect's),
+            // but every key of the flow's scope.
             let port = strait_testkit::free_port()?;
             let mut text = std::fs::read_to_string(&path)?;
             text.push_str(&format!(
                 "target.exactly.once.source.support = enabled\n\
                  {alias}.consumer.isolation.level = read_committed\n\
-                 transaction.boundary = interval\n\
-                 transaction.boundary.interval.ms = 1000\n\
+                 {alias}->target.transaction.boundary = interval\n\
+                 {alias}->target.transaction.boundary.interval.ms = 1000\n\
                  dedicated.mode.enable.internal.rest = true\n\
                  listeners = http://127.0.0.1:{port}\n"
             ));

@@ -251,8 +251,8 @@ fn exactly_once(out: &mut String, args: &Args, eos: &ExactlyOnceResult) {
         "\nExactly-once: {}, the source holds {} batches, {:.1} MB ({:.3} GiB); then a stream of {} records/s \
          of 512 B, lz4, {} s measured after {} s of warm-up, latency judged by Kafka's Java consumer at \
          `read_committed`. Exactly-once mode: `target.exactly.once.source.support = enabled`, the source \
-         consumer at `read_committed`, a transaction every 1 s (`transaction.boundary = interval`, \
-         `transaction.boundary.interval.ms = 1000`). Every run is judged by the committed data records a \
+         consumer at `read_committed`, a transaction every 1 s (per flow: \
+         `transaction.boundary = interval`, `transaction.boundary.interval.ms = 1000`). Every run is judged by the committed data records a \
          `read_committed` reader sees.\n",
         eos.description,
         source.batches,
@@ -264,23 +264,24 @@ fn exactly_once(out: &mut String, args: &Args, eos: &ExactlyOnceResult) {
     );
     let _ = writeln!(
         out,
-        "| mirror | records/s | MB/s (batches) | catch-up from start | CPU s | CPU s per GiB | peak RSS MiB | batches written | transaction markers | aborted batches | p50 ms | p99 ms | max ms | stream CPU % of a core |"
+        "| mirror | records/s | MB/s (batches) | catch-up from start | records/s from start | CPU s | CPU s per GiB | peak RSS MiB | batches written | transaction markers | aborted batches | p50 ms | p99 ms | max ms | stream CPU % of a core |"
     );
     let _ = writeln!(
         out,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     let records = source.records as f64;
     let gib = source.bytes as f64 / GIB;
     for row in &eos.rows {
         let (run, name) = (&row.run, row.variant.name());
         let catch_up = match &run.failed {
-            Some(reason) => format!("**failed**: {} | | | | | | | | |", short(reason)),
+            Some(reason) => format!("**failed**: {} | | | | | | | | | |", short(reason)),
             None => format!(
-                "{:.0} | {:.1} | {:.1} s | {:.1} | {:.1} | {:.0} | {} | {} | {}",
+                "{:.0} | {:.1} | {:.1} s | {:.0} | {:.1} | {:.1} | {:.0} | {} | {} | {}",
                 records / run.copy_s,
                 source.bytes as f64 / 1e6 / run.copy_s,
                 run.total_s,
+                records / run.total_s,
                 run.cpu_s,
                 run.cpu_s / gib,
                 run.rss_mib,
@@ -328,15 +329,16 @@ fn compare(out: &mut String, label: &str, a: &ExactlyOnceRow, b: &ExactlyOnceRow
     let catch_up = if a.run.failed.is_none() && b.run.failed.is_none() {
         let (a, b) = (&a.run, &b.run);
         format!(
-            "**{}** | | **{}** | **{}** | **{}** | **{}** | | |",
+            "**{}** | | **{}** | **{}** | **{}** | **{}** | **{}** | | |",
             ratio(b.copy_s, a.copy_s),
             faster(a.total_s, b.total_s),
+            ratio(b.total_s, a.total_s),
             less_is_better(a.cpu_s, b.cpu_s),
             less_is_better(a.cpu_s / gib, b.cpu_s / gib),
             less_is_better(a.rss_mib, b.rss_mib),
         )
     } else {
-        [""; 9].join(" | ")
+        [""; 10].join(" | ")
     };
     let stream = if a.latency.failed.is_none() && b.latency.failed.is_none() {
         let (a, b) = (&a.latency, &b.latency);
