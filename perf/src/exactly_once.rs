@@ -7,7 +7,8 @@
 //! Both exactly-once mirrors read the same keys: `target.exactly.once.source.support = enabled`,
 //! the source consumer at `read_committed`, and a transaction committed every second
 //! (`<alias>->target.transaction.boundary = interval`,
-//! `<alias>->target.transaction.boundary.interval.ms = 1000`, Strait's default interval). MM2's dedicated mode also needs its internal REST server for exactly-once
+//! `<alias>->target.transaction.boundary.interval.ms = 1000`, Strait's default interval). MM2's
+//! dedicated mode also needs its internal REST server for exactly-once
 //! (`dedicated.mode.enable.internal.rest`, `listeners`), which Strait ignores.
 //!
 //! A target written in transactions holds a marker per partition per transaction, and may hold

@@ -1,5 +1,5 @@
-//! Topic chores on the clusters: batched creation and deletion, end offsets, and a scan of the
-//! record batches a topic holds.
+//! Topic chores on the clusters: batched creation and deletion, end offsets, a scan of the
+//! record batches a topic holds, and a count of its committed records for transactional targets.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
