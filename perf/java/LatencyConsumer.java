@@ -16,7 +16,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * there are not counted), without a group, with the consumer's default fetch settings.
  *
  * <p>Arguments: bootstrap servers, topic, records expected, warm-up in ms (records with a
- * timestamp within this long of the earliest one are not measured), timeout in seconds.
+ * timestamp within this long of the earliest one are not measured), timeout in seconds, and
+ * the consumer's {@code isolation.level} ({@code read_committed} for a target written in
+ * transactions).
  * Prints "ready" once the partitions are assigned and positioned, then at the end one line:
  * {@code received=N measured=M p50=… p99=… max=…} (milliseconds).
  */
@@ -32,6 +34,7 @@ public class LatencyConsumer {
         props.put("value.deserializer", ByteArrayDeserializer.class.getName());
         props.put("enable.auto.commit", "false");
         props.put("auto.offset.reset", "earliest");
+        props.put("isolation.level", args[5]);
         List<long[]> seen = new ArrayList<>(); // {timestamp, latency}
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
             List<TopicPartition> partitions = new ArrayList<>();

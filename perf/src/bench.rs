@@ -8,7 +8,7 @@ use anyhow::Context;
 use strait_client::{ClientConfig, KafkaClient};
 use strait_testkit::{ClusterOptions, FaultProxy, Guarded, KafkaBroker, KafkaCluster, KafkaDist, ScratchDir};
 
-use crate::kafka::{self, Contents};
+use crate::kafka::{self, Contents, Tally};
 use crate::procfs::{self, Ports, SocketPeaks};
 use crate::{Args, Mirror};
 
@@ -124,7 +124,7 @@ pub struct Run {
 }
 
 impl Run {
-    fn failed(mirror: Mirror, reason: String) -> Run {
+    pub(crate) fn failed(mirror: Mirror, reason: String) -> Run {
         Run {
             mirror,
             total_s: 0.0,
@@ -177,7 +177,7 @@ pub struct LatencyRow {
 }
 
 impl LatencyRow {
-    fn failed(rate: u64, mirror: Mirror, reason: String) -> LatencyRow {
+    pub(crate) fn failed(rate: u64, mirror: Mirror, reason: String) -> LatencyRow {
         LatencyRow {
             rate,
             mirror,
@@ -401,7 +401,7 @@ impl Bench {
     }
 
     /// Labels of the broker ports the mirrors connect to, for counting sockets.
-    fn ports(&self, source: &Side, proxy: Option<&FaultProxy>) -> Ports {
+    pub(crate) fn ports(&self, source: &Side, proxy: Option<&FaultProxy>) -> Ports {
         let mut ports = Ports::default();
         match proxy {
             Some(proxy) => ports.add(&proxy.port().to_string(), "source b1"),
@@ -425,22 +425,8 @@ impl Bench {
             description
         };
         println!("[{name}] {description}");
-        kafka::create_topics(&source.client, &load.topics, load.partitions).await?;
-        let loading = Instant::now();
-        self.load(&source.bootstrap, &load).await?;
+        let contents = self.fill(&name, source, &load).await?;
         let expected = load.records as i64;
-        let contents = kafka::scan(&source.client, &load.topics).await?;
-        anyhow::ensure!(
-            contents.records == expected,
-            "[{name}] the source holds {} records, not {expected}",
-            contents.records
-        );
-        println!(
-            "[{name}] loaded in {:.0?}: {} batches, {:.1} MB",
-            loading.elapsed(),
-            contents.batches,
-            contents.bytes as f64 / 1e6
-        );
         let ports = self.ports(source, proxy.map(|(p, _)| p));
         let regex = regex_for(&load.topics);
         let mut runs = Vec::new();
@@ -457,7 +443,17 @@ impl Bench {
             let config = self.write_config(&tag, mirror, &source.bootstrap, &regex, &load.codec, true)?;
             let log = self.scratch.path().join(format!("{tag}.log"));
             let run = self
-                .checked_run(mirror, &config, &log, &load, &remotes, source, proxy, &ports)
+                .checked_run(
+                    mirror,
+                    &config,
+                    &log,
+                    &load,
+                    &remotes,
+                    source,
+                    proxy,
+                    &ports,
+                    &mut Tally::EndOffsets,
+                )
                 .await;
             let run = match run {
                 Ok(run) => {
@@ -490,10 +486,31 @@ impl Bench {
         })
     }
 
-    /// Runs one mirror until it has caught up, then checks that the target holds exactly the
-    /// source's records, partition by partition, and scans what it wrote.
+    /// Creates the source topics of `load`, fills them and checks that they hold its records.
+    pub(crate) async fn fill(&self, name: &str, source: &Side, load: &Load) -> anyhow::Result<Contents> {
+        kafka::create_topics(&source.client, &load.topics, load.partitions).await?;
+        let loading = Instant::now();
+        self.load(&source.bootstrap, load).await?;
+        let expected = load.records as i64;
+        let contents = kafka::scan(&source.client, &load.topics).await?;
+        anyhow::ensure!(
+            contents.records == expected,
+            "[{name}] the source holds {} records, not {expected}",
+            contents.records
+        );
+        println!(
+            "[{name}] loaded in {:.0?}: {} batches, {:.1} MB",
+            loading.elapsed(),
+            contents.batches,
+            contents.bytes as f64 / 1e6
+        );
+        Ok(contents)
+    }
+
+    /// Runs one mirror until it has caught up (as `tally` counts), then checks that the target
+    /// holds exactly the source's records, partition by partition, and scans what it wrote.
     #[allow(clippy::too_many_arguments)]
-    async fn checked_run(
+    pub(crate) async fn checked_run(
         &self,
         mirror: Mirror,
         config: &Path,
@@ -503,20 +520,31 @@ impl Bench {
         source: &Side,
         proxy: Option<(&FaultProxy, Duration)>,
         ports: &Ports,
+        tally: &mut Tally,
     ) -> anyhow::Result<Run> {
         let expected = load.records as i64;
         if self.args.create_remote_topics {
             kafka::create_topics(&self.target.client, remotes, load.partitions).await?;
         }
         let process = self.spawn(mirror, config, log)?;
-        let run = self.catch_up_run(mirror, process, log, remotes, expected, ports).await;
+        let run = self
+            .catch_up_run(mirror, process, log, remotes, expected, ports, tally)
+            .await;
         if let Some((proxy, _)) = proxy {
             proxy.set_latency(Duration::ZERO);
         }
         let mut run = run?;
+        if let Tally::Committed(count) = tally {
+            // Anything committed between the last poll and the kill.
+            count.update(&self.target.client, remotes).await?;
+        }
         for (topic, remote) in load.topics.iter().zip(remotes) {
             let at_source = kafka::end_offsets(&source.client, topic).await?;
-            let at_target = kafka::end_offsets(&self.target.client, remote).await?;
+            // With transactions, committed records per partition against the source's offsets.
+            let at_target = match tally {
+                Tally::EndOffsets => kafka::end_offsets(&self.target.client, remote).await?,
+                Tally::Committed(count) => count.per_partition(remote),
+            };
             if at_source != at_target {
                 let differ: Vec<String> = at_source
                     .iter()
@@ -527,7 +555,10 @@ impl Bench {
                 anyhow::bail!("{remote} differs from {topic}: {}", differ.join("; "));
             }
         }
-        run.target = kafka::scan(&self.target.client, remotes).await?;
+        run.target = match tally {
+            Tally::EndOffsets => kafka::scan(&self.target.client, remotes).await?,
+            Tally::Committed(count) => count.contents(),
+        };
         anyhow::ensure!(
             run.target.records == expected,
             "the target holds {} records, not {expected}",
@@ -638,8 +669,9 @@ impl Bench {
         Ok(Guarded::spawn(&command, log)?)
     }
 
-    /// Waits until the remote topics hold `expected` records, sampling the process meanwhile,
-    /// then stops it.
+    /// Waits until the remote topics hold `expected` records (as `tally` counts), sampling the
+    /// process meanwhile, then stops it.
+    #[allow(clippy::too_many_arguments)]
     async fn catch_up_run(
         &self,
         mirror: Mirror,
@@ -648,6 +680,7 @@ impl Bench {
         remotes: &[String],
         expected: i64,
         ports: &Ports,
+        tally: &mut Tally,
     ) -> anyhow::Result<Run> {
         let pid = process.pid();
         let started = Instant::now();
@@ -675,7 +708,7 @@ impl Bench {
                 }
                 sampled = Instant::now();
             }
-            let mirrored = kafka::records_in(&self.target.client, remotes).await?;
+            let mirrored = tally.records(&self.target.client, remotes).await?;
             if mirrored > 0 && first.is_none() {
                 first = Some(started.elapsed());
             }
@@ -800,9 +833,41 @@ impl Bench {
         let config = self.write_config(&tag, mirror, &self.source.bootstrap, "latency-[0-9]+", "lz4", false)?;
         let log = self.scratch.path().join(format!("{tag}.log"));
         let process = self.spawn(mirror, &config, &log)?;
-        // The mirror is flowing once records written now arrive: MM2 creates its remote topics
-        // well before its tasks start copying. The consumer starts at the end of the remote
-        // topics afterwards, so these records are not measured.
+        self.prime(mirror, &process, &log, topics, &mut Tally::EndOffsets)
+            .await?;
+        for (&rate, topic) in self.args.rates.iter().zip(topics) {
+            let remote = format!("{}.{topic}", mirror.alias());
+            let row = self
+                .steady(mirror, &process, rate, topic, &remote, ports, "read_uncommitted")
+                .await
+                .with_context(|| format!("at {rate}/s; mirror log tail:\n{}", tail(&log, 20)))?;
+            println!(
+                "[latency] {} at {rate}/s: p50 {} ms, p99 {} ms, max {} ms ({} measured), {:.2} CPU s in {:.1} s",
+                mirror.name(),
+                row.p50,
+                row.p99,
+                row.max,
+                row.measured,
+                row.cpu_s,
+                row.window_s
+            );
+            rows.push(row);
+        }
+        Ok(())
+    }
+
+    /// Writes 100 records to each of `topics` and waits until the mirror has copied them (as
+    /// `tally` counts): the mirror is flowing once records written now arrive (MM2 creates its
+    /// remote topics well before its tasks start copying). The latency consumer starts at the
+    /// end of the remote topics afterwards, so these records are not measured.
+    pub(crate) async fn prime(
+        &self,
+        mirror: Mirror,
+        process: &Guarded,
+        log: &Path,
+        topics: &[String],
+        tally: &mut Tally,
+    ) -> anyhow::Result<()> {
         const PRIME: i64 = 100;
         let remotes: Vec<String> = topics.iter().map(|t| format!("{}.{t}", mirror.alias())).collect();
         for topic in topics {
@@ -822,38 +887,23 @@ impl Bench {
             .await?;
         }
         let deadline = Instant::now() + Duration::from_secs(180);
-        while kafka::records_in(&self.target.client, &remotes).await? < PRIME * topics.len() as i64 {
-            anyhow::ensure!(process.is_running(), "the mirror exited:\n{}", tail(&log, 30));
+        while tally.records(&self.target.client, &remotes).await? < PRIME * topics.len() as i64 {
+            anyhow::ensure!(process.is_running(), "the mirror exited:\n{}", tail(log, 30));
             anyhow::ensure!(
                 Instant::now() < deadline,
                 "{} did not start mirroring within 180 s:\n{}",
                 mirror.name(),
-                tail(&log, 30)
+                tail(log, 30)
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        for (&rate, topic) in self.args.rates.iter().zip(topics) {
-            let remote = format!("{}.{topic}", mirror.alias());
-            let row = self
-                .steady(mirror, &process, rate, topic, &remote, ports)
-                .await
-                .with_context(|| format!("at {rate}/s; mirror log tail:\n{}", tail(&log, 20)))?;
-            println!(
-                "[latency] {} at {rate}/s: p50 {} ms, p99 {} ms, max {} ms ({} measured), {:.2} CPU s in {:.1} s",
-                mirror.name(),
-                row.p50,
-                row.p99,
-                row.max,
-                row.measured,
-                row.cpu_s,
-                row.window_s
-            );
-            rows.push(row);
         }
         Ok(())
     }
 
-    async fn steady(
+    /// Writes `topic` at `rate` for `--warmup` + `--seconds` while the latency consumer, at
+    /// `isolation` (Kafka's `isolation.level`), measures `remote`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn steady(
         &self,
         mirror: Mirror,
         process: &Guarded,
@@ -861,6 +911,7 @@ impl Bench {
         topic: &str,
         remote: &str,
         ports: &Ports,
+        isolation: &str,
     ) -> anyhow::Result<LatencyRow> {
         let seconds = self.args.warmup + self.args.seconds;
         let records = rate * seconds;
@@ -871,7 +922,8 @@ impl Bench {
             .arg(remote)
             .arg(records.to_string())
             .arg((self.args.warmup * 1000).to_string())
-            .arg((seconds + 120).to_string());
+            .arg((seconds + 120).to_string())
+            .arg(isolation);
         let consumer = Guarded::spawn(&consumer, &consumer_log)?;
         let ready = Instant::now() + Duration::from_secs(90);
         while !std::fs::read_to_string(&consumer_log)
@@ -1069,7 +1121,7 @@ fn fatal_line(log: &Path) -> Option<(&'static str, String)> {
     })
 }
 
-fn tail(path: &Path, lines: usize) -> String {
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let text = strip_ansi(&std::fs::read_to_string(path).unwrap_or_default());
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")

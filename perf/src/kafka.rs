@@ -1,5 +1,5 @@
-//! Topic chores on the clusters: batched creation and deletion, end offsets, and a scan of the
-//! record batches a topic holds.
+//! Topic chores on the clusters: batched creation and deletion, end offsets, a scan of the
+//! record batches a topic holds, and a count of its committed records for transactional targets.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -196,4 +196,163 @@ async fn scan_partition(client: &KafkaClient, topic: &str, partition: i32, end: 
         );
     }
     Ok(contents)
+}
+
+/// How a run counts the records a mirror has copied so far.
+#[derive(Debug)]
+pub enum Tally {
+    /// The sum of end offsets: every offset is a record (a target without transactions).
+    EndOffsets,
+    /// Committed data records, as a read_committed reader sees them: in exactly-once mode
+    /// transaction markers take offsets and aborted copies may stay in the log.
+    Committed(CommittedCount),
+}
+
+impl Tally {
+    /// The records in `topics` so far.
+    pub async fn records(&mut self, client: &KafkaClient, topics: &[String]) -> anyhow::Result<i64> {
+        match self {
+            Tally::EndOffsets => records_in(client, topics).await,
+            Tally::Committed(count) => count.update(client, topics).await,
+        }
+    }
+
+    /// Transaction markers and aborted batches passed over (none when counting end offsets).
+    pub fn passed_over(&self) -> (u64, u64) {
+        match self {
+            Tally::EndOffsets => (0, 0),
+            Tally::Committed(count) => (count.markers, count.aborted),
+        }
+    }
+}
+
+/// Committed data records of some topics, read `read_committed` partition by partition from
+/// where the previous count stopped, so that each batch is fetched once in a whole run.
+#[derive(Debug, Default)]
+pub struct CommittedCount {
+    /// Per topic and partition: the next offset to read, and the committed data before it.
+    partitions: BTreeMap<(String, i32), (i64, Contents)>,
+    /// Transaction markers (control batches) passed over.
+    pub markers: u64,
+    /// Batches of aborted transactions passed over.
+    pub aborted: u64,
+}
+
+impl CommittedCount {
+    /// Reads each partition of `topics` on to its last stable offset (16 partitions at a time)
+    /// and returns the committed data records counted so far.
+    pub async fn update(&mut self, client: &KafkaClient, topics: &[String]) -> anyhow::Result<i64> {
+        let mut work = Vec::new();
+        for topic in topics {
+            for (partition, end) in end_offsets(client, topic).await? {
+                let position = self.partitions.get(&(topic.clone(), partition)).map_or(0, |p| p.0);
+                if end > position {
+                    work.push((topic.clone(), partition, position));
+                }
+            }
+        }
+        let mut running = tokio::task::JoinSet::new();
+        let mut work = work.into_iter();
+        loop {
+            while running.len() < 16 {
+                let Some((topic, partition, position)) = work.next() else {
+                    break;
+                };
+                let client = client.clone();
+                running.spawn(async move {
+                    let read = read_committed(&client, &topic, partition, position).await;
+                    (topic, partition, read)
+                });
+            }
+            let Some(joined) = running.join_next().await else {
+                break;
+            };
+            let (topic, partition, read) = joined?;
+            let read = read?;
+            let entry = self.partitions.entry((topic, partition)).or_default();
+            entry.0 = read.position;
+            entry.1 += read.data;
+            self.markers += read.markers;
+            self.aborted += read.aborted;
+        }
+        Ok(self.contents().records)
+    }
+
+    /// The committed data records counted in each partition of `topic`.
+    pub fn per_partition(&self, topic: &str) -> BTreeMap<i32, i64> {
+        self.partitions
+            .iter()
+            .filter(|((t, _), _)| t == topic)
+            .map(|((_, partition), (_, data))| (*partition, data.records))
+            .collect()
+    }
+
+    /// The committed data counted in all partitions.
+    pub fn contents(&self) -> Contents {
+        let mut total = Contents::default();
+        for (_, data) in self.partitions.values() {
+            total += *data;
+        }
+        total
+    }
+}
+
+/// What one partition's read_committed read from a position found.
+struct CommittedRead {
+    /// The offset after the last batch read.
+    position: i64,
+    /// Committed data batches.
+    data: Contents,
+    /// Control batches.
+    markers: u64,
+    /// Batches of aborted transactions.
+    aborted: u64,
+}
+
+/// Reads one partition `read_committed` from `position` to its last stable offset, sorting the
+/// batches as Kafka's consumer does (`strait_wire::AbortedTransactionFilter`).
+async fn read_committed(
+    client: &KafkaClient,
+    topic: &str,
+    partition: i32,
+    mut position: i64,
+) -> anyhow::Result<CommittedRead> {
+    let mut read = CommittedRead {
+        position,
+        data: Contents::default(),
+        markers: 0,
+        aborted: 0,
+    };
+    loop {
+        let fetched = client
+            .fetch(topic, partition, position, 8 << 20, true)
+            .await
+            .with_context(|| format!("fetching {topic}-{partition} at {position} (read_committed)"))?;
+        let before = position;
+        let mut aborted = strait_wire::AbortedTransactionFilter::new(fetched.aborted_transactions);
+        for batch in strait_wire::RecordBatches::new(fetched.records) {
+            let batch = batch?;
+            // Every batch in log order, even one before the position (fetches start at batch
+            // boundaries): an ABORT marker ends its transaction for the filter.
+            let verdict = aborted.check(&batch);
+            if batch.next_offset() <= position {
+                continue;
+            }
+            position = batch.next_offset();
+            match verdict {
+                strait_wire::BatchVerdict::Forward => {
+                    read.data.records += i64::from(batch.records_count());
+                    read.data.batches += 1;
+                    read.data.bytes += batch.size() as u64;
+                }
+                strait_wire::BatchVerdict::SkipControl => read.markers += 1,
+                strait_wire::BatchVerdict::SkipAborted => read.aborted += 1,
+            }
+        }
+        read.position = position;
+        // At the last stable offset: what follows is not committed yet.
+        if position == before || position >= fetched.last_stable_offset {
+            return Ok(read);
+        }
+    }
 }

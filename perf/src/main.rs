@@ -8,9 +8,12 @@
 //! delay proxy between the mirrors and the source), `long` (several GiB) and `small-batches`
 //! (16 KiB source batches, CPU per forwarded batch), and `producer-ids` (the start-up cost of a
 //! producer id per partition), and `status-page` (the status page's first render in headless
-//! Chromium at `--topics` × `--partitions`). See `perf/README.md`.
+//! Chromium at `--topics` × `--partitions`), and `exactly-once` (Strait at least once and in
+//! exactly-once mode against MM2 in its exactly-once mode, throughput and latency at
+//! `read_committed`). See `perf/README.md`.
 
 mod bench;
+mod exactly_once;
 mod kafka;
 mod page;
 mod procfs;
@@ -44,6 +47,10 @@ pub enum Case {
     /// The status page's first render in headless Chromium, for a flow of `--topics` ×
     /// `--partitions` partitions (2 000 by default).
     StatusPage,
+    /// `--records` of `--record-size` B (lz4, 8 partitions) and a stream at
+    /// `--exactly-once-rate`, mirrored by Strait at least once, Strait in exactly-once mode and
+    /// MM2 in exactly-once mode.
+    ExactlyOnce,
 }
 
 /// A mirror under test.
@@ -77,8 +84,8 @@ impl Mirror {
 #[derive(Debug, Clone, Parser)]
 #[command(about = "Benchmark Strait against MirrorMaker 2 on this machine")]
 pub struct Args {
-    /// Cases to run, in this order (comma-separated). `long` and `wide-10k` are heavy and only
-    /// run when named.
+    /// Cases to run, in this order (comma-separated). `long`, `wide-10k`, `producer-ids`,
+    /// `status-page` and `exactly-once` only run when named.
     #[arg(
         long,
         value_enum,
@@ -134,6 +141,10 @@ pub struct Args {
     /// producer-ids: InitProducerId requests, as many as partitions with a producer id each.
     #[arg(long, default_value_t = 10_000)]
     pub producer_ids: usize,
+    /// exactly-once: records per second of the steady stream judged at `read_committed`
+    /// (`--seconds` measured after `--warmup`).
+    #[arg(long, default_value_t = 1000)]
+    pub exactly_once_rate: u64,
     /// Longest wait for one mirror to catch up, in seconds.
     #[arg(long, default_value_t = 1800)]
     pub timeout: u64,
@@ -185,6 +196,7 @@ async fn main() -> anyhow::Result<()> {
                 Case::SmallBatches => results.cases.push(bench.small_batches().await?),
                 Case::ProducerIds => results.producer_ids = Some(bench.producer_ids().await?),
                 Case::StatusPage => results.status_page = Some(bench.status_page().await?),
+                Case::ExactlyOnce => results.exactly_once = Some(bench.exactly_once().await?),
             }
             Ok(())
         }

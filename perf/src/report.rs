@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::bench::{CaseResult, LatencyRow, Run};
+use crate::exactly_once::{ExactlyOnceResult, ExactlyOnceRow};
 use crate::{Args, Mirror};
 
 /// Everything one benchmark run measured.
@@ -16,6 +17,8 @@ pub struct Results {
     pub producer_ids: Option<ProducerIdsRow>,
     /// The status page at size.
     pub status_page: Option<crate::page::StatusPageRow>,
+    /// At least once against exactly once.
+    pub exactly_once: Option<ExactlyOnceResult>,
 }
 
 /// InitProducerId at start: one for the target cluster, or one per partition.
@@ -179,6 +182,9 @@ pub fn markdown(args: &Args, results: &Results) -> String {
             endpoint(page.status),
         );
     }
+    if let Some(eos) = &results.exactly_once {
+        exactly_once(&mut out, args, eos);
+    }
     if !results.latency.is_empty() {
         let _ = writeln!(
             out,
@@ -236,6 +242,119 @@ pub fn markdown(args: &Args, results: &Results) -> String {
     out
 }
 
+/// The `exactly-once` table: a row per variant, then the cost of exactly-once for Strait and
+/// Strait against MM2, both in exactly-once mode.
+fn exactly_once(out: &mut String, args: &Args, eos: &ExactlyOnceResult) {
+    let source = &eos.source;
+    let _ = writeln!(
+        out,
+        "\nExactly-once: {}, the source holds {} batches, {:.1} MB ({:.3} GiB); then a stream of {} records/s \
+         of 512 B, lz4, {} s measured after {} s of warm-up, latency judged by Kafka's Java consumer at \
+         `read_committed`. Exactly-once mode: `target.exactly.once.source.support = enabled`, the source \
+         consumer at `read_committed`, a transaction every 1 s (per flow: \
+         `transaction.boundary = interval`, `transaction.boundary.interval.ms = 1000`). Every run is judged by the committed data records a \
+         `read_committed` reader sees.\n",
+        eos.description,
+        source.batches,
+        source.bytes as f64 / 1e6,
+        source.bytes as f64 / GIB,
+        args.exactly_once_rate,
+        args.seconds,
+        args.warmup,
+    );
+    let _ = writeln!(
+        out,
+        "| mirror | records/s | MB/s (batches) | catch-up from start | records/s from start | CPU s | CPU s per GiB | peak RSS MiB | batches written | transaction markers | aborted batches | p50 ms | p99 ms | max ms | stream CPU % of a core |"
+    );
+    let _ = writeln!(
+        out,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let records = source.records as f64;
+    let gib = source.bytes as f64 / GIB;
+    for row in &eos.rows {
+        let (run, name) = (&row.run, row.variant.name());
+        let catch_up = match &run.failed {
+            Some(reason) => format!("**failed**: {} | | | | | | | | | |", short(reason)),
+            None => format!(
+                "{:.0} | {:.1} | {:.1} s | {:.0} | {:.1} | {:.1} | {:.0} | {} | {} | {}",
+                records / run.copy_s,
+                source.bytes as f64 / 1e6 / run.copy_s,
+                run.total_s,
+                records / run.total_s,
+                run.cpu_s,
+                run.cpu_s / gib,
+                run.rss_mib,
+                run.target.batches,
+                row.markers,
+                row.aborted,
+            ),
+        };
+        let latency = &row.latency;
+        let stream = match &latency.failed {
+            Some(reason) => format!("**failed**: {} | | |", short(reason)),
+            None => format!(
+                "{} | {} | {} | {:.1}",
+                latency.p50,
+                latency.p99,
+                latency.max,
+                latency.cpu_s / latency.window_s.max(0.001) * 100.0
+            ),
+        };
+        let _ = writeln!(out, "| {name} | {catch_up} | {stream} |");
+    }
+    let find = |mirror: Mirror, exactly_once: bool| {
+        eos.rows
+            .iter()
+            .find(|r| r.variant.mirror == mirror && r.variant.exactly_once == exactly_once)
+    };
+    let strait = find(Mirror::Strait, true);
+    let pairs = [
+        (
+            "Strait exactly-once / at-least-once",
+            strait,
+            find(Mirror::Strait, false),
+        ),
+        ("Strait/MM2, both exactly-once", strait, find(Mirror::Mm2, true)),
+    ];
+    for (label, a, b) in pairs {
+        if let (Some(a), Some(b)) = (a, b) {
+            compare(out, label, a, b, gib);
+        }
+    }
+}
+
+/// A ratio row of the `exactly-once` table: `a` against `b`.
+fn compare(out: &mut String, label: &str, a: &ExactlyOnceRow, b: &ExactlyOnceRow, gib: f64) {
+    let catch_up = if a.run.failed.is_none() && b.run.failed.is_none() {
+        let (a, b) = (&a.run, &b.run);
+        format!(
+            "**{}** | | **{}** | **{}** | **{}** | **{}** | **{}** | | |",
+            ratio(b.copy_s, a.copy_s),
+            faster(a.total_s, b.total_s),
+            ratio(b.total_s, a.total_s),
+            less_is_better(a.cpu_s, b.cpu_s),
+            less_is_better(a.cpu_s / gib, b.cpu_s / gib),
+            less_is_better(a.rss_mib, b.rss_mib),
+        )
+    } else {
+        [""; 10].join(" | ")
+    };
+    let stream = if a.latency.failed.is_none() && b.latency.failed.is_none() {
+        let (a, b) = (&a.latency, &b.latency);
+        format!(
+            "**{}** | **{}** | **{}** | **{}**",
+            less_is_better(a.p50 as f64, b.p50 as f64),
+            less_is_better(a.p99 as f64, b.p99 as f64),
+            less_is_better(a.max as f64, b.max as f64),
+            less_is_better(a.cpu_s, b.cpu_s),
+        )
+    } else {
+        [""; 4].join(" | ")
+    };
+    let _ = writeln!(out, "| **{label}** | {catch_up} | {stream} |");
+}
+
 /// The first line of a failure, short enough for a table cell, without `|`.
 fn short(reason: &str) -> String {
     let line = reason.lines().next().unwrap_or_default().replace('|', "/");
@@ -254,6 +373,9 @@ pub fn failures(results: &Results) -> usize {
         .filter(|r| r.failed.is_some())
         .count()
         + results.latency.iter().filter(|r| r.failed.is_some()).count()
+        + results.exactly_once.iter().flat_map(|e| &e.rows).fold(0, |n, r| {
+            n + usize::from(r.run.failed.is_some()) + usize::from(r.latency.failed.is_some())
+        })
 }
 
 fn machine() -> String {
