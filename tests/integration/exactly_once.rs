@@ -137,10 +137,23 @@ async fn killed_and_restarted(
     let (partitions, batches, per_batch) = (3, 100, 200);
     create_topic(&source, &topic, partitions).await;
     write_numbered(&source, &topic, partitions, batches, per_batch).await;
+    // A group on the source, so that checkpoints are written.
+    let group = format!("{topic}-readers");
+    let positions = (0..partitions)
+        .map(|p| {
+            let committed = strait_client::CommittedOffset {
+                offset: 1_000,
+                metadata: String::new(),
+            };
+            ((topic.clone(), p), committed)
+        })
+        .collect();
+    source.commit_offsets(&group, &positions).await.unwrap();
     let config = std::env::temp_dir().join(format!("{topic}.properties"));
     let (properties, alias) = exactly_once_properties(&topic, &target_cluster.bootstrap_servers());
-    // On the target, the offset syncs join the transactions.
-    std::fs::write(&config, properties + "offset-syncs.topic.location = target\n").unwrap();
+    // On the target, the offset syncs join the transactions, and so do the checkpoints.
+    let properties = properties + "offset-syncs.topic.location = target\nemit.checkpoints.interval.seconds = 1\n";
+    std::fs::write(&config, properties).unwrap();
     let remote = format!("{alias}.{topic}");
     let mut logged = String::new();
 
@@ -227,6 +240,30 @@ async fn killed_and_restarted(
         );
         *expected += 1;
     }
+    // Every checkpoint was written in a transaction, and the group's are there to read.
+    let checkpoints_topic = format!("{alias}.checkpoints.internal");
+    for batch in read_batches(&target, &checkpoints_topic, 0).await {
+        let decoded: Vec<_> = strait_wire::decode_records(&batch)
+            .unwrap()
+            .into_iter()
+            .map(|r| strait_wire::Checkpoint::decode(&r.key.unwrap(), &r.value.unwrap()))
+            .collect();
+        assert!(
+            batch.is_transactional(),
+            "checkpoints outside the transactions: {} pid {} epoch {} ts {} {decoded:?}",
+            batch.base_offset(),
+            batch.producer_id(),
+            batch.producer_epoch(),
+            batch.base_timestamp()
+        );
+    }
+    let checkpoints: Vec<strait_wire::Checkpoint> = read_committed_records_raw(&target, &checkpoints_topic, 0)
+        .await
+        .iter()
+        .map(|(key, value)| strait_wire::Checkpoint::decode(key, value).unwrap())
+        .filter(|c| c.group == group)
+        .collect();
+    assert!(!checkpoints.is_empty(), "the group's checkpoints were committed");
     // Every offset sync was written in a transaction, and each committed one points at the
     // committed copy of its record.
     let syncs_topic = format!("mm2-offset-syncs.{alias}.internal");

@@ -16,6 +16,7 @@ use crate::internal_topics::{
     ensure_compacted_topic, next_tick, now_ms, read_partition, set_up_task, unless_stopped, write_records,
 };
 use crate::offset_syncs::OffsetSyncs;
+use crate::sink::transaction::Transaction;
 use crate::{MirrorError, Stats};
 
 /// The latest checkpoint per (group, downstream topic, partition) in a checkpoints topic, sorted.
@@ -50,6 +51,7 @@ pub(crate) async fn checkpoint_loop(
     source: KafkaClient,
     target: KafkaClient,
     syncs: Arc<OffsetSyncs>,
+    transaction: Option<Arc<Transaction>>,
     stats: Arc<Stats>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -80,7 +82,15 @@ pub(crate) async fn checkpoint_loop(
     let mut next_group_sync = tokio::time::Instant::now() + sync_interval.unwrap_or(Duration::MAX / 4);
     let mut ticker = tokio::time::interval(interval);
     while next_tick(&mut ticker, &mut shutdown).await {
-        let emit = emit_checkpoints(&flow, &source, &target, &syncs, &stats, &topic, &mut latest);
+        let emit = emit_checkpoints(
+            &flow,
+            (&source, &target),
+            &syncs,
+            transaction.as_deref(),
+            &stats,
+            &topic,
+            &mut latest,
+        );
         let Some(emitted) = unless_stopped(&mut shutdown, emit).await else {
             break;
         };
@@ -159,9 +169,9 @@ fn group_offset_updates(
 
 async fn emit_checkpoints(
     flow: &FlowConfig,
-    source: &KafkaClient,
-    target: &KafkaClient,
+    (source, target): (&KafkaClient, &KafkaClient),
     syncs: &OffsetSyncs,
+    transaction: Option<&Transaction>,
     stats: &Stats,
     topic: &str,
     latest: &mut HashMap<CheckpointKey, Checkpoint>,
@@ -197,19 +207,23 @@ async fn emit_checkpoints(
                 downstream_offset: downstream,
                 metadata: committed.metadata,
             };
-            let key = checkpoint_key(&checkpoint);
-            if is_due(&checkpoint, latest.get(&key)) {
-                latest.insert(key, checkpoint.clone());
+            if is_due(&checkpoint, latest.get(&checkpoint_key(&checkpoint))) {
                 fresh.push((checkpoint, read_at));
             }
         }
     }
     for chunk in fresh.chunks(1000) {
         let records: Vec<(Bytes, Bytes)> = chunk.iter().map(|(c, _)| (c.key(), c.value())).collect();
-        write_records(target, &flow.target.alias, topic, 0, records).await?;
+        match transaction {
+            // Exactly-once mode: with the data and positions of the flow's next commit.
+            Some(transaction) => transaction.write_with_next_commit(topic, 0, records).await?,
+            None => write_records(target, &flow.target.alias, topic, 0, records).await?,
+        }
         let acked = now_ms();
+        // Only once written: a round that failed is written again at the next one.
         for (c, read_at) in chunk {
             stats.record_checkpoint(&c.group, &c.topic, c.partition, acked - read_at);
+            latest.insert(checkpoint_key(c), c.clone());
         }
     }
     Ok(fresh.len())

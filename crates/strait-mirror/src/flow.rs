@@ -296,6 +296,7 @@ async fn data_loop(
             source.clone(),
             target.clone(),
             syncs,
+            transaction.clone(),
             stats.clone(),
             shutdown.clone(),
         ))

@@ -1,6 +1,7 @@
 //! Exactly-once mode: one transaction of the flow at a time, holding the batches forwarded
-//! into the target and the new positions in `mm2-offsets.<source>.internal`, so that data and
-//! positions commit together (KIP-618's guarantee, as MM2 gives it with
+//! into the target and the new positions in `mm2-offsets.<source>.internal` (with the offset
+//! syncs when their topic is on the target, and the checkpoints), so that data and positions
+//! commit together (KIP-618's guarantee, as MM2 gives it with
 //! `<target>.exactly.once.source.support = enabled`).
 //!
 //! A commit every interval (or earlier, past [`MAX_TRANSACTION_BYTES`]): the producers stop
@@ -26,7 +27,7 @@ use bytes::Bytes;
 use strait_client::kafka_protocol::error::ResponseError;
 use strait_client::{Error, KafkaClient, ProducerIdAndEpoch};
 use strait_wire::{OffsetSync, ProducerState, RecordBatchBuilder};
-use tokio::sync::{watch, Notify};
+use tokio::sync::{oneshot, watch, Notify};
 
 use crate::error::FencedProducer;
 use crate::internal_topics::now_ms;
@@ -70,7 +71,33 @@ pub(crate) struct Transaction {
     due: Notify,
     /// Bumped when producers may start requests again.
     resumed: watch::Sender<u64>,
+    /// Records of other writers (checkpoints) for the next commit, each told how it ended.
+    riders: Mutex<Vec<Rider>>,
 }
+
+/// Where to tell the riders of a transaction how it ended: "not committed" unless
+/// [`Tells::committed`] said otherwise.
+struct Tells(Vec<oneshot::Sender<Result<(), String>>>);
+
+impl Tells {
+    fn committed(mut self) {
+        for tell in self.0.drain(..) {
+            let _ = tell.send(Ok(()));
+        }
+    }
+}
+
+impl Drop for Tells {
+    fn drop(&mut self) {
+        for tell in self.0.drain(..) {
+            let _ = tell.send(Err("the transaction was not committed".to_owned()));
+        }
+    }
+}
+
+/// Records another writer hands to the next commit: topic, partition, (key, value)s, and
+/// where to say whether they were committed.
+type Rider = (String, i32, Vec<(Bytes, Bytes)>, oneshot::Sender<Result<(), String>>);
 
 #[derive(Debug, Default)]
 struct State {
@@ -148,6 +175,7 @@ impl Transaction {
             drained: Notify::new(),
             due: Notify::new(),
             resumed: watch::channel(0).0,
+            riders: Mutex::new(Vec::new()),
         }))
     }
 
@@ -251,6 +279,27 @@ impl Transaction {
         }
     }
 
+    /// Writes `records` into `topic`/`partition` in the next transaction to commit, and
+    /// returns once it did; an error if it was aborted instead.
+    pub(crate) async fn write_with_next_commit(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: Vec<(Bytes, Bytes)>,
+    ) -> Result<(), MirrorError> {
+        let (told, ended) = oneshot::channel();
+        self.riders
+            .lock()
+            .expect("riders lock")
+            .push((topic.to_owned(), partition, records, told));
+        let why = match ended.await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(why)) => why,
+            Err(_) => "the flow stopped before it committed".to_owned(),
+        };
+        Err(MirrorError::internal_topic(topic, format!("not written: {why}")))
+    }
+
     /// Waits until the transaction should end before its interval.
     pub(crate) async fn due(&self) {
         self.due.notified().await;
@@ -281,14 +330,14 @@ impl Transaction {
             }
         };
         let drained = tokio::time::timeout(within, drained).await.is_ok();
-        let (doomed, fenced) = {
+        let (doomed, fenced_by) = {
             let state = self.state.lock().expect("transaction lock");
             (state.doomed.clone(), state.fenced.clone())
         };
         // Fenced: the coordinator already aborted the transaction (for the new owner, or
         // because it outlived its timeout). Ending it again, or a new InitProducerId, would
         // fence the new owner in turn: this producer stops instead.
-        if let Some(error) = fenced {
+        if let Some(error) = fenced_by {
             return Err(fenced_or(&self.cluster, &self.id, error));
         }
         let doomed = match drained {
@@ -313,6 +362,13 @@ impl Transaction {
         for (partition, positions) in positions.into_iter().flatten() {
             records.push((progress.topic(), partition, positions));
         }
+        let riders = std::mem::take(&mut *self.riders.lock().expect("riders lock"));
+        let (mut ridden, tells): (Vec<_>, Vec<_>) = riders.into_iter().map(|(t, p, r, tell)| ((t, p, r), tell)).unzip();
+        // Told "not committed" on every way out but the commit.
+        let tells = Tells(tells);
+        for (topic, partition, rider) in ridden.iter_mut() {
+            records.push((topic.as_str(), *partition, std::mem::take(rider)));
+        }
         if !records.is_empty() {
             if let Err(error) = self.write_records(records).await {
                 if is_fenced(&error) {
@@ -332,11 +388,18 @@ impl Transaction {
                 .end_transaction(&self.id, identity, true, self.max_end_txn_version(), self.timeout)
                 .await
             {
-                Ok(next) => self.next(identity, next),
+                Ok(next) => {
+                    self.next(identity, next);
+                    tells.committed();
+                }
                 Err(error) if is_fenced(&error) => return Err(fenced_or(&self.cluster, &self.id, error)),
-                // Committed or not, a restart reads what was: InitProducerId completes or
-                // aborts the transaction before the positions are read.
-                Err(error) => return Ok(Ended::Aborted(format!("committing failed: {error}"))),
+                // Out of time: committed or not, a restart reads what was (InitProducerId
+                // completes or aborts the transaction before the positions are read).
+                Err(error) if error.is_retriable() => return Ok(Ended::Aborted(format!("committing failed: {error}"))),
+                // Refused (as Kafka's producer takes it, fatal): most likely another process
+                // took the id at that moment (the coordinator then answers an unknown server
+                // error), which a restart's InitProducerId would fence in turn.
+                Err(error) => return Err(fenced(&self.cluster, &self.id, error)),
             }
         }
         if let Some(due) = due {
@@ -359,8 +422,12 @@ impl Transaction {
             {
                 Ok(next) => self.next(identity, next),
                 Err(error) if is_fenced(&error) => return Err(fenced_or(&self.cluster, &self.id, error)),
-                Err(error) => tracing::warn!(cluster = %self.cluster, transactional_id = %self.id, %error,
-                    "aborting the transaction failed; the restart's InitProducerId aborts it"),
+                Err(error) if error.is_retriable() => {
+                    tracing::warn!(cluster = %self.cluster, transactional_id = %self.id,
+                    %error, "aborting the transaction failed; the restart's InitProducerId aborts it")
+                }
+                // Refused: fatal, as for a commit.
+                Err(error) => return Err(fenced(&self.cluster, &self.id, error)),
             }
         }
         Ok(())
@@ -474,12 +541,18 @@ fn is_fenced(error: &Error) -> bool {
 /// A transaction error as the flow's error: a fenced producer says who fenced it.
 fn fenced_or(cluster: &str, id: &str, error: Error) -> MirrorError {
     if is_fenced(&error) {
-        MirrorError::Fenced(Box::new(FencedProducer {
-            cluster: cluster.to_owned(),
-            transactional_id: id.to_owned(),
-            error,
-        }))
+        fenced(cluster, id, error)
     } else {
         MirrorError::client(cluster, error)
     }
+}
+
+/// The producer of `id` must write nothing more: `error` says it was fenced, or ended a
+/// transaction in a way only a fence explains.
+fn fenced(cluster: &str, id: &str, error: Error) -> MirrorError {
+    MirrorError::Fenced(Box::new(FencedProducer {
+        cluster: cluster.to_owned(),
+        transactional_id: id.to_owned(),
+        error,
+    }))
 }
