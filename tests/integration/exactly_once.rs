@@ -243,18 +243,10 @@ async fn killed_and_restarted(
     // Every checkpoint was written in a transaction, and the group's are there to read.
     let checkpoints_topic = format!("{alias}.checkpoints.internal");
     for batch in read_batches(&target, &checkpoints_topic, 0).await {
-        let decoded: Vec<_> = strait_wire::decode_records(&batch)
-            .unwrap()
-            .into_iter()
-            .map(|r| strait_wire::Checkpoint::decode(&r.key.unwrap(), &r.value.unwrap()))
-            .collect();
         assert!(
             batch.is_transactional(),
-            "checkpoints outside the transactions: {} pid {} epoch {} ts {} {decoded:?}",
-            batch.base_offset(),
-            batch.producer_id(),
-            batch.producer_epoch(),
-            batch.base_timestamp()
+            "checkpoints outside the transactions: the batch at {}",
+            batch.base_offset()
         );
     }
     let checkpoints: Vec<strait_wire::Checkpoint> = read_committed_records_raw(&target, &checkpoints_topic, 0)
