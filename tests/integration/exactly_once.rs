@@ -213,6 +213,14 @@ async fn killed_and_restarted(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // A checkpoint round commits with a transaction after the group was read: wait for it.
+    let checkpoints_topic = format!("{alias}.checkpoints.internal");
+    wait_until("the group's checkpoints committed", || async {
+        !committed_checkpoints(&target, &checkpoints_topic, &group)
+            .await
+            .is_empty()
+    })
+    .await;
     std::process::Command::new("kill")
         .args(["-TERM", &mirror.0.id().to_string()])
         .status()
@@ -241,7 +249,6 @@ async fn killed_and_restarted(
         *expected += 1;
     }
     // Every checkpoint was written in a transaction, and the group's are there to read.
-    let checkpoints_topic = format!("{alias}.checkpoints.internal");
     for batch in read_batches(&target, &checkpoints_topic, 0).await {
         assert!(
             batch.is_transactional(),
@@ -249,13 +256,12 @@ async fn killed_and_restarted(
             batch.base_offset()
         );
     }
-    let checkpoints: Vec<strait_wire::Checkpoint> = read_committed_records_raw(&target, &checkpoints_topic, 0)
-        .await
-        .iter()
-        .map(|(key, value)| strait_wire::Checkpoint::decode(key, value).unwrap())
-        .filter(|c| c.group == group)
-        .collect();
-    assert!(!checkpoints.is_empty(), "the group's checkpoints were committed");
+    assert!(
+        !committed_checkpoints(&target, &checkpoints_topic, &group)
+            .await
+            .is_empty(),
+        "the group's checkpoints were committed"
+    );
     // Every offset sync was written in a transaction, and each committed one points at the
     // committed copy of its record.
     let syncs_topic = format!("mm2-offset-syncs.{alias}.internal");
@@ -349,6 +355,20 @@ async fn committed_records(client: &strait_client::KafkaClient, topic: &str, par
         count += read_committed_values(client, topic, partition).await.len();
     }
     count
+}
+
+/// The committed checkpoints of `group` in `topic`.
+async fn committed_checkpoints(
+    client: &strait_client::KafkaClient,
+    topic: &str,
+    group: &str,
+) -> Vec<strait_wire::Checkpoint> {
+    read_committed_records_raw(client, topic, 0)
+        .await
+        .iter()
+        .map(|(key, value)| strait_wire::Checkpoint::decode(key, value).unwrap())
+        .filter(|c| c.group == group)
+        .collect()
 }
 
 /// The values of one partition as a read_committed reader sees them.
