@@ -258,7 +258,7 @@ async fn offsets_are_not_synced_into_a_group_with_active_members() {
         .spawn()
         .unwrap();
     wait_until("the member to join on the target", || async {
-        target.describe_group(&group).await.is_ok_and(|d| d.members > 0)
+        target.describe_group(&group).await.is_ok_and(|d| !d.members.is_empty())
     })
     .await;
 

@@ -39,8 +39,35 @@ pub struct CommittedOffset {
 pub struct GroupDescription {
     /// `Empty`, `Stable`, `PreparingRebalance`, `CompletingRebalance` or `Dead` (no such group).
     pub state: String,
-    /// Number of members.
-    pub members: usize,
+    /// The members, as the consumer-groups tool lists them.
+    pub members: Vec<GroupMember>,
+}
+
+/// A member of a group as DescribeGroups reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMember {
+    /// The member id the coordinator gave it.
+    pub member_id: String,
+    /// Its static member id (`group.instance.id`), if any.
+    pub group_instance_id: Option<String>,
+    /// Its `client.id`.
+    pub client_id: String,
+    /// The host it connected from.
+    pub client_host: String,
+}
+
+impl std::fmt::Display for GroupMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (client.id {}, host {})",
+            self.member_id, self.client_id, self.client_host
+        )?;
+        if let Some(instance) = &self.group_instance_id {
+            write!(f, ", group.instance.id {instance}")?;
+        }
+        Ok(())
+    }
 }
 
 impl KafkaClient {
@@ -148,7 +175,7 @@ impl KafkaClient {
                 // GROUP_ID_NOT_FOUND: Kafka 4 answers so for a group that does not exist.
                 return Ok(GroupDescription {
                     state: "Dead".into(),
-                    members: 0,
+                    members: Vec::new(),
                 });
             }
             Error::check(
@@ -158,7 +185,16 @@ impl KafkaClient {
             )?;
             Ok(GroupDescription {
                 state: described.group_state.to_string(),
-                members: described.members.len(),
+                members: described
+                    .members
+                    .iter()
+                    .map(|m| GroupMember {
+                        member_id: m.member_id.to_string(),
+                        group_instance_id: m.group_instance_id.as_ref().map(|i| i.to_string()),
+                        client_id: m.client_id.to_string(),
+                        client_host: m.client_host.to_string(),
+                    })
+                    .collect(),
             })
         })
         .await

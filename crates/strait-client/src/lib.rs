@@ -56,7 +56,7 @@ pub use configs::{AlterConfigOp, ConfigEntry, ConfigSource};
 pub use connection::{decode_response, BrokerConnection, ConnectionConfig, ConnectionCounter, PendingResponse};
 pub use error::{AuthenticationFailure, Error, KafkaCode};
 pub use fetch::{FetchKind, FetchParams, FetchPosition, FetchSession, FetchedPartition, LeaderHint, PartitionKey};
-pub use groups::{CommittedOffset, GroupDescription, ListedGroup};
+pub use groups::{CommittedOffset, GroupDescription, GroupMember, ListedGroup};
 pub use kafka_protocol;
 pub use oauth::OAuthBearer;
 pub use produce::{

@@ -1,4 +1,5 @@
-//! Checkpoints: consumer groups' source positions translated for the target, written to
+//! Checkpoints: consumer groups' source positions translated exactly for the target (by the
+//! offset map), written to
 //! `<source>.checkpoints.internal` on the target in MM2's format, and, with
 //! `sync.group.offsets.enabled`, committed into target groups that have no active members.
 
@@ -7,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use strait_client::{CommittedOffset, KafkaClient};
+use strait_client::{CommittedOffset, KafkaClient, OffsetSpec};
 use strait_config::FlowConfig;
 use strait_wire::Checkpoint;
 use tokio::sync::watch;
@@ -15,7 +16,8 @@ use tokio::sync::watch;
 use crate::internal_topics::{
     ensure_compacted_topic, next_tick, now_ms, read_partition, set_up_task, unless_stopped, write_records,
 };
-use crate::offset_syncs::OffsetSyncs;
+use crate::offset_map::OffsetMap;
+use crate::progress::ProgressStore;
 use crate::sink::transaction::Transaction;
 use crate::{MirrorError, Stats};
 
@@ -50,7 +52,7 @@ pub(crate) async fn checkpoint_loop(
     flow: FlowConfig,
     source: KafkaClient,
     target: KafkaClient,
-    syncs: Arc<OffsetSyncs>,
+    stores: (Arc<ProgressStore>, Arc<OffsetMap>),
     transaction: Option<Arc<Transaction>>,
     stats: Arc<Stats>,
     mut shutdown: watch::Receiver<bool>,
@@ -85,7 +87,7 @@ pub(crate) async fn checkpoint_loop(
         let emit = emit_checkpoints(
             &flow,
             (&source, &target),
-            &syncs,
+            (&stores.0, &stores.1),
             transaction.as_deref(),
             &stats,
             &topic,
@@ -95,11 +97,17 @@ pub(crate) async fn checkpoint_loop(
             break;
         };
         match emitted {
-            Ok(written) => {
+            Ok((written, slowest)) => {
                 if written > 0 {
                     tracing::debug!(flow = %name, written, "checkpoints written");
                 }
                 stats.set_task(TASK, None);
+                if unless_stopped(&mut shutdown, prune(&flow, &source, &stores.1, slowest))
+                    .await
+                    .is_none()
+                {
+                    break;
+                }
             }
             Err(error) => {
                 tracing::warn!(flow = %name, %error, "emitting checkpoints failed; retrying next interval");
@@ -170,16 +178,18 @@ fn group_offset_updates(
 async fn emit_checkpoints(
     flow: &FlowConfig,
     (source, target): (&KafkaClient, &KafkaClient),
-    syncs: &OffsetSyncs,
+    (progress, offset_map): (&ProgressStore, &OffsetMap),
     transaction: Option<&Transaction>,
     stats: &Stats,
     topic: &str,
     latest: &mut HashMap<CheckpointKey, Checkpoint>,
-) -> Result<usize, MirrorError> {
+) -> Result<(usize, Slowest), MirrorError> {
     let fail = MirrorError::client_at(&flow.source.alias);
     let groups = source.list_groups().await.map_err(fail)?;
-    // With when its group's offsets were read, for MM2's checkpoint latency.
-    let mut fresh: Vec<(Checkpoint, i64)> = Vec::new();
+    // With when its group's offsets were read (for MM2's checkpoint latency) and how many
+    // records a group failing over there would re-read.
+    let mut fresh: Vec<(Checkpoint, i64, i64)> = Vec::new();
+    let mut slowest = Slowest::new();
     for group in groups
         .iter()
         .filter(|g| flow.group_filter.should_replicate_group(&g.group_id))
@@ -196,7 +206,16 @@ async fn emit_checkpoints(
             if !flow.should_replicate_topic(&upstream_topic) {
                 continue;
             }
-            let Some(downstream) = syncs.translate(&upstream_topic, partition, committed.offset) else {
+            let slowest = slowest
+                .entry((upstream_topic.clone(), partition))
+                .or_insert(committed.offset);
+            *slowest = (*slowest).min(committed.offset);
+            let covered = progress
+                .last_replicated(&upstream_topic, partition)
+                .map(|last| last + 1);
+            let translation = offset_map.translate(&upstream_topic, partition, committed.offset, covered);
+            let Some((downstream, rereads)) = translation.offset_and_rereads() else {
+                tracing::debug!(group = %group.group_id, topic = %upstream_topic, partition, %translation, "no checkpoint");
                 continue;
             };
             let checkpoint = Checkpoint {
@@ -207,13 +226,14 @@ async fn emit_checkpoints(
                 downstream_offset: downstream,
                 metadata: committed.metadata,
             };
+            stats.record_rereads(&checkpoint.group, &checkpoint.topic, partition, rereads);
             if is_due(&checkpoint, latest.get(&checkpoint_key(&checkpoint))) {
-                fresh.push((checkpoint, read_at));
+                fresh.push((checkpoint, read_at, rereads));
             }
         }
     }
     for chunk in fresh.chunks(1000) {
-        let records: Vec<(Bytes, Bytes)> = chunk.iter().map(|(c, _)| (c.key(), c.value())).collect();
+        let records: Vec<(Bytes, Bytes)> = chunk.iter().map(|(c, _, _)| (c.key(), c.value())).collect();
         match transaction {
             // Exactly-once mode: with the data and positions of the flow's next commit.
             Some(transaction) => transaction.write_with_next_commit(topic, 0, records).await?,
@@ -221,12 +241,48 @@ async fn emit_checkpoints(
         }
         let acked = now_ms();
         // Only once written: a round that failed is written again at the next one.
-        for (c, read_at) in chunk {
+        for (c, read_at, _) in chunk {
             stats.record_checkpoint(&c.group, &c.topic, c.partition, acked - read_at);
             latest.insert(checkpoint_key(c), c.clone());
         }
     }
-    Ok(fresh.len())
+    Ok((fresh.len(), slowest))
+}
+
+/// The lowest committed offset of the flow's groups on each source partition.
+type Slowest = HashMap<(String, i32), i64>;
+
+/// Deletes the offset map's chunks below the slowest group of each partition (or the source log
+/// start, when that is later or no group committed there), so that the map of a long-lived
+/// partition stays small. Groups that commit below that later are translated as pruned.
+async fn prune(flow: &FlowConfig, source: &KafkaClient, offset_map: &OffsetMap, slowest: Slowest) {
+    let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    for (topic, partition) in offset_map.prunable() {
+        by_topic.entry(topic).or_default().push(partition);
+    }
+    for (topic, partitions) in by_topic {
+        let starts = match source.list_offsets(&topic, &partitions, OffsetSpec::Earliest).await {
+            Ok(starts) => starts,
+            Err(error) => {
+                tracing::debug!(flow = %flow.name(), topic, %error, "cannot read the log start; the offset map is pruned later");
+                continue;
+            }
+        };
+        for (partition, start) in starts {
+            let below = slowest
+                .get(&(topic.clone(), partition))
+                .map_or(start, |&g| g.max(start));
+            match offset_map.prune(&topic, partition, below).await {
+                Ok(0) => {}
+                Ok(chunks) => {
+                    tracing::debug!(flow = %flow.name(), topic, partition, below, chunks, "offset map pruned")
+                }
+                Err(error) => {
+                    tracing::warn!(flow = %flow.name(), topic, partition, %error, "pruning the offset map failed; retrying next interval")
+                }
+            }
+        }
+    }
 }
 
 /// Commits the latest checkpoints into target groups that have no active members, only moving
@@ -239,7 +295,7 @@ async fn sync_group_offsets(flow: &FlowConfig, target: &KafkaClient, latest: &Ha
     for (group, checkpoints) in by_group {
         let result = async {
             let description = target.describe_group(group).await?;
-            if description.members > 0 {
+            if !description.members.is_empty() {
                 tracing::debug!(group, state = %description.state, "target group has active members; not syncing its offsets");
                 return Ok(0);
             }

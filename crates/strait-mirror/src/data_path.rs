@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 
 use crate::budget::Budget;
+use crate::offset_map::OffsetMap;
 use crate::offset_syncs::OffsetSyncs;
 use crate::progress::ProgressStore;
 use crate::sink::producer::{self, ProduceSettings, SinkContext};
@@ -112,6 +113,7 @@ pub(crate) struct DataPathConfig {
     pub budget: Arc<Budget>,
     pub stats: Arc<Stats>,
     pub progress: Arc<ProgressStore>,
+    pub offset_map: Arc<OffsetMap>,
     pub syncs: Option<Arc<OffsetSyncs>>,
     /// Exactly-once mode: the flow's transaction, begun (its producer id fenced) before the
     /// positions were read.
@@ -379,6 +381,9 @@ impl Router {
                 cap,
                 self.config.progress.partition(&route.source_topic, route.partition),
                 stats,
+                self.config
+                    .offset_map
+                    .partition(&route.source_topic, route.partition, start),
                 &shared,
             );
             self.queues.push(queue.clone());

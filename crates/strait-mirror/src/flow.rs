@@ -17,6 +17,7 @@ use crate::data_path::{DataPath, DataPathConfig, NotDrained, OffsetReset};
 use crate::discovery::discover;
 use crate::heartbeats::heartbeat_loop;
 use crate::internal_topics::{retry_until_stopped, unless_stopped};
+use crate::offset_map::OffsetMap;
 use crate::offset_syncs::OffsetSyncs;
 use crate::progress::ProgressStore;
 use crate::sink::producer::ProduceSettings;
@@ -200,11 +201,15 @@ async fn end_task(flow: &str, name: &str, mut task: JoinHandle<()>, within: Dura
     }
 }
 
+/// Where a flow's data path records what it mirrored: positions, the offset map, offset syncs.
+type Stores<'a> = (&'a Arc<ProgressStore>, &'a Arc<OffsetMap>, &'a Option<Arc<OffsetSyncs>>);
+
 /// What a flow sets up before it mirrors.
 struct Setup {
     source: KafkaClient,
     target_brokers: i16,
     progress: ProgressStore,
+    offset_map: OffsetMap,
     syncs: Option<OffsetSyncs>,
     transaction: Option<Arc<Transaction>>,
 }
@@ -240,6 +245,13 @@ async fn set_up(flow: &FlowConfig, target: &KafkaClient) -> Result<Setup, Mirror
         PROGRESS_REPLICATION_FACTOR.min(target_brokers),
     )
     .await?;
+    let offset_map = OffsetMap::open(
+        target,
+        &flow.source.alias,
+        &flow.target.alias,
+        PROGRESS_REPLICATION_FACTOR.min(target_brokers),
+    )
+    .await?;
     let syncs = if flow.emit_offset_syncs_enabled {
         let (client, alias) = match flow.offset_syncs_topic_location {
             OffsetSyncsTopicLocation::Source => (&source, &flow.source.alias),
@@ -254,6 +266,7 @@ async fn set_up(flow: &FlowConfig, target: &KafkaClient) -> Result<Setup, Mirror
         source,
         target_brokers,
         progress,
+        offset_map,
         syncs,
         transaction,
     })
@@ -275,6 +288,7 @@ async fn data_loop(
     stats.count_connections(&flow.source.alias, "admin", source.config().connection.counter.clone());
     stats.count_connections(&flow.target.alias, "admin", target.config().connection.counter.clone());
     let progress = Arc::new(setup.progress);
+    let offset_map = Arc::new(setup.offset_map);
     let syncs = setup.syncs.map(Arc::new);
     let transaction = setup.transaction;
     let config_sync = tokio::spawn(config_sync_loop(
@@ -290,18 +304,20 @@ async fn data_loop(
         stats.clone(),
         shutdown.clone(),
     ));
-    let checkpoints = syncs.clone().map(|syncs| {
+    // As in MM2, checkpoints need offset syncs to be emitted.
+    let checkpoints = syncs.is_some().then(|| {
         tokio::spawn(checkpoint_loop(
             flow.clone(),
             source.clone(),
             target.clone(),
-            syncs,
+            (progress.clone(), offset_map.clone()),
             transaction.clone(),
             stats.clone(),
             shutdown.clone(),
         ))
     });
-    let mut config = data_path_config(&flow, &source, &target, &process, &stats, &progress, &syncs);
+    let stores = (&progress, &offset_map, &syncs);
+    let mut config = data_path_config(&flow, (&source, &target), &process, &stats, stores);
     config.transaction = transaction.clone();
     let data_path = DataPath::start(config).await?;
     tracing::info!(flow = %name, "flow started");
@@ -348,11 +364,16 @@ async fn data_loop(
             _ = flush.tick() => match &transaction {
                 // The commit is not cut short by a stop: the final one would wait for it anyway.
                 Some(transaction) => {
-                    ended = commit(&name, transaction, &progress, &syncs, within_of(&process)).await.transpose();
+                    ended = commit(&name, transaction, stores, within_of(&process)).await.transpose();
                 }
                 None => {
                     let flushes = async {
-                        // Syncs first: a checkpoint must never rely on progress the syncs do not show.
+                        // The offset map first: translation trusts every stored position.
+                        if let Err(error) = offset_map.flush().await {
+                            tracing::warn!(flow = %name, %error, "writing the offset map failed; progress is stored after it is");
+                            return;
+                        }
+                        // Syncs next: a checkpoint must never rely on progress the syncs do not show.
                         if let Some(syncs) = &syncs {
                             if let Err(error) = syncs.flush().await {
                                 tracing::warn!(flow = %name, %error, "writing offset syncs failed; they are written at the next flush");
@@ -368,7 +389,7 @@ async fn data_loop(
             },
             _ = due => {
                 let transaction = transaction.as_ref().expect("only a transaction is ever due");
-                ended = commit(&name, transaction, &progress, &syncs, within_of(&process)).await.transpose();
+                ended = commit(&name, transaction, stores, within_of(&process)).await.transpose();
                 flush.reset();
             }
             _ = sleep_until(next_refresh) => {}
@@ -390,7 +411,7 @@ async fn data_loop(
         let ended = match ended {
             Some(Ok(why)) => Ok(Ended::Aborted(why)),
             Some(Err(fatal)) => Err(fatal),
-            None => transaction.end(&progress, syncs.as_deref(), within).await,
+            None => transaction.end(&progress, &offset_map, syncs.as_deref(), within).await,
         };
         if let (Some(syncs), Ok(Ended::Committed(after))) = (&syncs, &ended) {
             if !after.is_empty() {
@@ -452,7 +473,12 @@ async fn data_loop(
             })
         }
     };
-    // Both are written even if one fails: each is what a restart starts from.
+    // All are written even if one fails: each is what a restart starts from. Progress beyond
+    // the stored offset map costs exactness (a failed-over group may re-read), never records.
+    if let Err(error) = bounded(within, "offset map", || offset_map.flush()).await {
+        tracing::error!(flow = %name, %error, "the last offset mappings were not stored");
+        first_error.get_or_insert(error);
+    }
     if let Some(syncs) = &syncs {
         if let Err(error) = bounded(within, "offset syncs", || syncs.flush()).await {
             tracing::error!(flow = %name, %error, "the last offset syncs were not stored");
@@ -483,11 +509,10 @@ fn within_of(process: &Process) -> Duration {
 async fn commit(
     name: &str,
     transaction: &Transaction,
-    progress: &ProgressStore,
-    syncs: &Option<Arc<OffsetSyncs>>,
+    (progress, offset_map, syncs): Stores<'_>,
     within: Duration,
 ) -> Result<Option<String>, MirrorError> {
-    match transaction.end(progress, syncs.as_deref(), within).await? {
+    match transaction.end(progress, offset_map, syncs.as_deref(), within).await? {
         Ended::Aborted(why) => Ok(Some(why)),
         Ended::Committed(after) => {
             // Syncs on another cluster than the target: written after the commit, as MM2
@@ -533,12 +558,10 @@ where
 /// producer's.
 fn data_path_config(
     flow: &FlowConfig,
-    source: &KafkaClient,
-    target: &KafkaClient,
+    (source, target): (&KafkaClient, &KafkaClient),
     process: &Process,
     stats: &Arc<Stats>,
-    progress: &Arc<ProgressStore>,
-    syncs: &Option<Arc<OffsetSyncs>>,
+    (progress, offset_map, syncs): Stores<'_>,
 ) -> DataPathConfig {
     let fetch = &flow.source_fetch;
     let produce = &flow.target_produce;
@@ -575,6 +598,7 @@ fn data_path_config(
         budget: process.budget.clone(),
         stats: stats.clone(),
         progress: progress.clone(),
+        offset_map: offset_map.clone(),
         syncs: syncs.clone(),
         transaction: None,
     }

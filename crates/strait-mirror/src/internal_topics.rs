@@ -137,18 +137,19 @@ async fn read_records(
     Ok(records)
 }
 
-/// Writes (key, value) records to one partition as one uncompressed batch.
-pub(crate) async fn write_records(
+/// Writes (key, value) records to one partition as one uncompressed batch; a value of `None`
+/// is a tombstone (the key is deleted by compaction).
+pub(crate) async fn write_records<V: Into<Option<Bytes>>>(
     client: &KafkaClient,
     cluster: &str,
     topic: &str,
     partition: i32,
-    records: impl IntoIterator<Item = (Bytes, Bytes)>,
+    records: impl IntoIterator<Item = (Bytes, V)>,
 ) -> Result<(), MirrorError> {
     let now = now_ms();
     let mut builder = RecordBatchBuilder::new();
     for (key, value) in records {
-        builder.push(Some(key), Some(value), Vec::new(), now);
+        builder.push(Some(key), value.into(), Vec::new(), now);
     }
     if builder.is_empty() {
         return Ok(());

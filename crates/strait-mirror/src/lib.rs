@@ -26,6 +26,7 @@
 //! - `sink`: `producer` (one per target broker: multi-partition Produce requests), `queue` (one
 //!   per partition: sequences, window, resends, what may be recorded) and `producer_id`.
 //! - `outgoing`: a batch on its way, with the source offsets it covers; `budget`: the byte budget.
+//! - `offset_map`: where every mirrored record landed, for exact translation at any lag.
 //! - `progress` (keys placed by `murmur2`, Kafka's partitioner hash), `offset_syncs`,
 //!   `checkpoints`, `heartbeats`: MM2's internal topics, over
 //!   `internal_topics` (compacted-topic reads and writes).
@@ -50,6 +51,7 @@ mod internal_topics;
 mod lag;
 mod metrics;
 mod murmur2;
+mod offset_map;
 mod offset_syncs;
 mod outgoing;
 mod progress;
@@ -67,6 +69,7 @@ pub use error::{FencedProducer, MirrorError};
 pub use flow::{run_flow, transactional_id, FlowHandle, Process};
 pub use lag::{read_flow_report, read_lag, FlowReport};
 pub use metrics::PrometheusText;
+pub use offset_map::{OffsetMap, Translation};
 pub use offset_syncs::{OffsetMapping, OffsetSyncs};
 pub use progress::{connect_offset_key, ProgressStore};
 pub use stats::{FlowState, FlowSummary, PartitionLag, RecentError, Stats};

@@ -29,6 +29,7 @@ use tokio::sync::Notify;
 
 use crate::budget::Budget;
 use crate::data_path::Route;
+use crate::offset_map::SharedPartitionMap;
 use crate::offset_syncs::OffsetSyncs;
 use crate::outgoing::Outgoing;
 use crate::progress::PartitionProgress;
@@ -599,6 +600,7 @@ pub(crate) struct PartitionQueue {
     pub(crate) in_ready: AtomicBool,
     progress: Arc<PartitionProgress>,
     stats: Arc<PartitionStats>,
+    offset_map: SharedPartitionMap,
     syncs: Option<Arc<OffsetSyncs>>,
     budget: Arc<Budget>,
 }
@@ -611,6 +613,7 @@ impl PartitionQueue {
         cap: usize,
         progress: Arc<PartitionProgress>,
         stats: Arc<PartitionStats>,
+        offset_map: SharedPartitionMap,
         shared: &QueuesShared,
     ) -> Arc<PartitionQueue> {
         let state = if shared.transactional {
@@ -631,6 +634,7 @@ impl PartitionQueue {
             in_ready: AtomicBool::new(false),
             progress,
             stats,
+            offset_map,
             syncs: shared.syncs.clone(),
             budget: shared.budget.clone(),
         })
@@ -700,7 +704,8 @@ impl PartitionQueue {
         stop
     }
 
-    /// Records an acknowledgement (or skipped offsets): progress, stats and offset syncs.
+    /// Records an acknowledgement (or skipped offsets): progress, stats, the offset map and
+    /// offset syncs (the map before the progress, which translation trusts).
     /// Called with the state locked, so that positions are recorded in order.
     pub(crate) fn record(&self, recorded: Recorded) -> Option<MirrorError> {
         if let Some((outgoing, base_offset)) = &recorded.acknowledged {
@@ -711,9 +716,12 @@ impl PartitionQueue {
                 batch.max_timestamp(),
                 outgoing.fetched_at.elapsed(),
             );
-            if let Some(syncs) = &self.syncs {
-                for mapping in outgoing.mappings(&self.route.source_topic, self.route.partition, *base_offset) {
-                    syncs.record(&mapping);
+            let mappings = outgoing.mappings(&self.route.source_topic, self.route.partition, *base_offset);
+            let mut offset_map = self.offset_map.lock().expect("offset map lock");
+            for mapping in &mappings {
+                offset_map.record(mapping.source_offset, mapping.target_offset, i64::from(mapping.records));
+                if let Some(syncs) = &self.syncs {
+                    syncs.record(mapping);
                 }
             }
         }

@@ -31,6 +31,7 @@ use tokio::sync::{oneshot, watch, Notify};
 
 use crate::error::FencedProducer;
 use crate::internal_topics::now_ms;
+use crate::offset_map::OffsetMap;
 use crate::offset_syncs::OffsetSyncs;
 use crate::progress::ProgressStore;
 use crate::sink::producer_id::ProducerIds;
@@ -306,13 +307,15 @@ impl Transaction {
     }
 
     /// Ends the transaction: seals it, waits (up to `within`) for its requests on the wire,
-    /// then commits it with the positions of `progress` written in it, and the offset syncs of
+    /// then commits it with the positions of `progress` and the changes of `offset_map` written
+    /// in it, and the offset syncs of
     /// `syncs` too when their topic is on the target; or aborts it if one of its requests
     /// failed. Producers resume after a commit; after an abort the caller starts the flow again
     /// from the committed positions.
     pub(crate) async fn end(
         &self,
         progress: &ProgressStore,
+        offset_map: &OffsetMap,
         syncs: Option<&OffsetSyncs>,
         within: Duration,
     ) -> Result<Ended, MirrorError> {
@@ -357,6 +360,11 @@ impl Transaction {
                 .map(|s| (s.key(), s.value()))
                 .collect();
             records.push((syncs.topic(), 0, synced));
+        }
+        // Lost if the transaction aborts: the restart reloads the map as committed.
+        let mapped = offset_map.take();
+        if !mapped.is_empty() {
+            records.push((offset_map.topic(), 0, mapped));
         }
         let (positions, due) = progress.take_due().unzip();
         for (partition, positions) in positions.into_iter().flatten() {

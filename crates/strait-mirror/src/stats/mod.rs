@@ -335,6 +335,8 @@ pub struct Stats {
     errors: Mutex<BTreeMap<(String, &'static str, String), u64>>,
     /// Checkpoint latency by (group, downstream topic, partition).
     checkpoints: Mutex<HashMap<(String, String, i32), Window>>,
+    /// Records a group failing over would re-read, by (group, downstream topic, partition).
+    rereads: Mutex<BTreeMap<(String, String, i32), i64>>,
     /// Fetch requests by kind (`full`, `incremental`).
     fetches: Mutex<BTreeMap<&'static str, u64>>,
     /// Open connections by (cluster, role).
@@ -364,6 +366,7 @@ impl Stats {
             requests: Mutex::default(),
             errors: Mutex::default(),
             checkpoints: Mutex::default(),
+            rereads: Mutex::default(),
             fetches: Mutex::default(),
             connections: Mutex::default(),
             paused: AtomicI64::new(0),
@@ -608,6 +611,13 @@ impl Stats {
     /// `delta` more (or fewer) partitions are paused.
     pub(crate) fn add_paused(&self, delta: i64) {
         self.paused.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// A group failing over to `topic`-`partition` now would re-read `rereads` records (0 when
+    /// its translation is exact).
+    pub(crate) fn record_rereads(&self, group: &str, topic: &str, partition: i32, rereads: i64) {
+        let mut all = self.rereads.lock().expect("stats lock");
+        all.insert((group.to_owned(), topic.to_owned(), partition), rereads);
     }
 
     /// A checkpoint took `latency_ms` from reading the group's offsets to the target's ack.

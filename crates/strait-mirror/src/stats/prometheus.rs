@@ -162,6 +162,20 @@ impl Stats {
             );
         }
         drop(checkpoints);
+        for ((group, topic, partition), rereads) in self.rereads.lock().expect("stats lock").iter() {
+            out.gauge(
+                "strait_checkpoint_rereads",
+                "Records the group would re-read if it failed over now, at its translated offset: 0 when the translation is exact, more when the group is ahead of the mirror.",
+                &[
+                    ("source", source),
+                    ("target", target),
+                    ("group", group.as_str()),
+                    ("topic", topic.as_str()),
+                    ("partition", &partition.to_string()),
+                ],
+                *rereads as f64,
+            );
+        }
         out.histogram(
             "strait_batch_latency_seconds",
             "Time from a batch's fetch response to the target's acknowledgement: what Strait adds to the latency.",
