@@ -376,8 +376,8 @@ async fn strait_run_on_a_terminal_draws_a_progress_line() {
     assert!(text.contains("lag not known yet, starting"), "{text:?}");
 }
 
-/// Both clusters go away under a running `strait run` (one cluster plays both here): its
-/// heartbeats show as failing in `/status` and `/health`, and SIGTERM still ends it within the
+/// Both clusters go away (killed) under a running `strait run` mid-transfer (one cluster plays
+/// both here): its heartbeats show as failing in `/status` and `/health`, and SIGTERM still ends it within the
 /// bound of `task.shutdown.graceful.timeout.ms`, non-zero, saying what it could not store.
 #[tokio::test(flavor = "multi_thread")]
 async fn shutdown_is_bounded_when_the_clusters_are_gone() {
@@ -426,12 +426,48 @@ async fn shutdown_is_bounded_when_the_clusters_are_gone() {
     })
     .await;
 
+    // Records keep coming until the cluster dies, so that positions acknowledged since the last
+    // flush (every second) are certain to be unstored when it does.
+    let writing = tokio::spawn({
+        let own = own.clone();
+        let topic = topic.clone();
+        async move {
+            let mut written = 0usize;
+            loop {
+                let mut builder = strait_wire::RecordBatchBuilder::new();
+                for n in 0..10 {
+                    builder.push(
+                        None,
+                        Some(bytes::Bytes::from(format!("more-{written}-{n}"))),
+                        vec![],
+                        now_ms(),
+                    );
+                }
+                if own.produce(&topic, 0, vec![builder.build()]).await.is_err() {
+                    return written;
+                }
+                written += 10;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    });
+    wait_until("the mirror taking the records written meanwhile", || async {
+        own.list_offsets(&format!("source.{topic}"), &[0], strait_client::OffsetSpec::Latest)
+            .await
+            .is_ok_and(|ends| ends.get(&0).is_some_and(|&end| end > 600))
+    })
+    .await;
     let cluster = tokio::task::spawn_blocking(move || {
-        cluster.stop_broker();
+        cluster.kill_broker();
         cluster
     })
     .await
     .unwrap();
+    let written = tokio::time::timeout(Duration::from_secs(60), writing)
+        .await
+        .expect("the writer ends with the cluster")
+        .unwrap();
+    assert!(written > 0, "records were written up to the kill");
     wait_until("the heartbeats failing in /status, and /health unhealthy", || async {
         let Some((200, body)) = http_get(port, "/status").await else {
             return false;
