@@ -16,3 +16,4 @@ mod page;
 mod prometheus;
 mod security;
 mod topology;
+mod translation;

@@ -132,7 +132,7 @@ fn checkpoint_key(checkpoint: &Checkpoint) -> CheckpointKey {
 
 /// The name of a source topic on the target, for checkpoints: a topic that came from the target
 /// goes back to its own name, others get the policy's remote name (MM2's `renameTopicPartition`).
-fn downstream_topic(flow: &FlowConfig, topic: &str) -> String {
+pub(crate) fn downstream_topic(flow: &FlowConfig, topic: &str) -> String {
     if flow.policy.topic_source(topic) == Some(flow.target.alias.as_str()) {
         flow.policy.original_topic(topic).to_owned()
     } else {

@@ -32,7 +32,8 @@
 //!   `internal_topics` (compacted-topic reads and writes).
 //! - `discovery`: the topics a flow replicates, and their remote topics created or grown.
 //! - `topic_config_sync` (over the rules of `topic_configs`), `acls`: topic config and ACL sync;
-//!   `lag`: the lag read from the clusters.
+//!   `lag`: the lag read from the clusters; `cutover`: a group's positions translated, for
+//!   `strait translate` and `strait cutover`.
 //! - `stats`: what a flow knows of itself (`stats/mod.rs`), rendered as Prometheus text
 //!   (`stats/prometheus.rs`) and as the `/status` JSON (`stats/status.rs`); `metrics`: the
 //!   Prometheus text format, histograms and windows; `client_config`: Kafka clients, set up and
@@ -42,6 +43,7 @@ mod acls;
 mod budget;
 mod checkpoints;
 mod client_config;
+mod cutover;
 mod data_path;
 mod discovery;
 mod error;
@@ -64,6 +66,7 @@ mod topic_configs;
 pub use budget::Budget;
 pub use checkpoints::read_checkpoints;
 pub use client_config::client_config;
+pub use cutover::{read_group, GroupPartition, GroupReadiness};
 pub use data_path::OffsetReset;
 pub use error::{FencedProducer, MirrorError};
 pub use flow::{run_flow, transactional_id, FlowHandle, Process};

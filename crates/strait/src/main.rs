@@ -37,6 +37,9 @@ enum Command {
     Checkpoints(cmd::checkpoints::CheckpointsArgs),
     /// Print the target offsets a consumer group failing over should use.
     Translate(cmd::translate::TranslateArgs),
+    /// Move consumer groups from the source to the target: report readiness, wait for the
+    /// mirror to catch up, commit the exact translated offsets on the target.
+    Cutover(cmd::cutover::CutoverArgs),
     /// Start two local Kafka clusters (fetched with Maven), put data in the source and show the
     /// mirror at work; everything is stopped and removed at the end.
     #[cfg(feature = "demo")]
@@ -74,6 +77,7 @@ fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Lag(args) => runtime.block_on(cmd::lag::run_lag(args)),
         Command::Checkpoints(args) => runtime.block_on(cmd::checkpoints::run_checkpoints(args)),
         Command::Translate(args) => runtime.block_on(cmd::translate::run_translate(args)),
+        Command::Cutover(args) => runtime.block_on(cmd::cutover::run_cutover(args)),
         #[cfg(feature = "demo")]
         Command::Demo(args) => runtime.block_on(cmd::demo::run(args)),
     }

@@ -2,6 +2,7 @@
 
 pub mod check_config;
 pub mod checkpoints;
+pub mod cutover;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod import;
