@@ -21,13 +21,28 @@ const STOPS: [i64; 3] = [777, 50_001, 150_003];
 
 /// Writes the values `v<n>` for `n` in `from..to` to partition 0, in lz4 batches.
 async fn write(client: &KafkaClient, topic: &str, from: i64, to: i64) {
+    write_prefixed(client, topic, "v", from, to).await;
+}
+
+/// Writes the values `<prefix><n>` for `n` in `from..to` to partition 0, in lz4 batches.
+async fn write_prefixed(client: &KafkaClient, topic: &str, prefix: &str, from: i64, to: i64) {
     for start in (from..to).step_by(PER_BATCH as usize) {
         let mut builder = RecordBatchBuilder::new().compression(Compression::Lz4);
         for n in start..(start + PER_BATCH).min(to) {
-            builder.push(None, Some(Bytes::from(format!("v{n}"))), vec![], now_ms());
+            builder.push(None, Some(Bytes::from(format!("{prefix}{n}"))), vec![], now_ms());
         }
         client.produce(topic, 0, vec![builder.build()]).await.unwrap();
     }
+}
+
+/// Writes `count` junk records to partition 0, so that a topic's offsets differ from its
+/// mirror's.
+async fn write_junk(client: &KafkaClient, topic: &str, count: i64) {
+    let mut junk = RecordBatchBuilder::new();
+    for i in 0..count {
+        junk.push(None, Some(Bytes::from(format!("junk-{i}"))), vec![], now_ms());
+    }
+    client.produce(topic, 0, vec![junk.build()]).await.unwrap();
 }
 
 /// `v<n>` → `n`; anything else (the junk in front) → `None`.
@@ -87,11 +102,7 @@ async fn groups_fail_over_exactly_at_any_lag_after_restarts_and_a_crash() {
     let remote = format!("source.{topic}");
     create_topic(&source, &topic, 1).await;
     create_topic(&target, &remote, 1).await;
-    let mut junk = RecordBatchBuilder::new();
-    for i in 0..SHIFT {
-        junk.push(None, Some(Bytes::from(format!("junk-{i}"))), vec![], now_ms());
-    }
-    target.produce(&remote, 0, vec![junk.build()]).await.unwrap();
+    write_junk(&target, &remote, SHIFT).await;
     let properties = mm2_properties(&topic, "emit.checkpoints.interval.seconds = 1");
     let config = std::env::temp_dir().join(format!("{topic}.properties"));
     std::fs::write(&config, &properties).unwrap();
@@ -308,4 +319,99 @@ async fn groups_fail_over_exactly_at_any_lag_after_restarts_and_a_crash() {
         assert_eq!((rereads, skipped), (0, 0), "{group}");
     }
     let _ = std::fs::remove_file(&config);
+}
+
+/// Consumes with the Java client as `group` (it commits after what it read): the numbers of the
+/// values read, which must all carry `prefix`.
+async fn consume_numbers(bootstrap: String, topic: &str, group: &str, prefix: &str, limit: i64) -> Vec<i64> {
+    consume_partitions(bootstrap, topic.to_owned(), group.to_owned(), 1, limit)
+        .await
+        .iter()
+        .map(|v| {
+            v.strip_prefix(prefix)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{topic}: read {v:?}, not a {prefix}<n> record"))
+        })
+        .collect()
+}
+
+/// A full cycle in an active-active setup: a group moves to the target with `strait cutover`,
+/// reads there (the mirrored topic, and a topic its producers now write on the target), moves
+/// back with `strait failback` (the mirrored topic through the inverse of the offset map, the
+/// target's topic through the reverse flow's), and reads on the source: every record of both
+/// topics read exactly once over the cycle.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cutover_and_failback_cycle_reads_every_record_once() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("cycle");
+    let (remote, back) = (format!("source.{topic}"), format!("target.{topic}"));
+    create_topic(&source, &topic, 1).await;
+    create_topic(&target, &topic, 1).await;
+    // Junk in front of both mirrored copies, so that no offset is the same on both sides.
+    create_topic(&target, &remote, 1).await;
+    write_junk(&target, &remote, 11).await;
+    create_topic(&source, &back, 1).await;
+    write_junk(&source, &back, 5).await;
+    write_prefixed(&source, &topic, "s", 0, 10_000).await;
+    let properties = mm2_properties(
+        &topic,
+        &format!("target->source.enabled = true\ntarget->source.topics = {topic}"),
+    );
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    std::fs::write(&config, &properties).unwrap();
+    let run = StraitProcess::start(&[OsStr::new("run"), config.as_os_str()]);
+    let group = unique("group-cycle");
+    let (on_source, on_target) = (clusters.source.bootstrap_servers(), clusters.target.bootstrap_servers());
+
+    // On the source: the first 3 333 records.
+    let mut read_s = consume_numbers(on_source.clone(), &topic, &group, "s", 3_333).await;
+    wait_until_complete(&target, &remote, 11 + 10_000).await;
+    let moving = |command: &str, to: &str| {
+        strait(&[
+            OsStr::new(command),
+            config.as_os_str(),
+            OsStr::new("--group"),
+            OsStr::new(&group),
+            OsStr::new("--to"),
+            OsStr::new(to),
+            OsStr::new("--timeout"),
+            OsStr::new("60"),
+        ])
+    };
+    let output = moving("cutover", "target");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+
+    // On the target: 4 000 more of the mirrored topic; its producers now write there too, and
+    // the group reads the first 2 222 of that.
+    read_s.extend(consume_numbers(on_target.clone(), &remote, &group, "s", 4_000).await);
+    write_prefixed(&target, &topic, "t", 0, 5_000).await;
+    let mut read_t = consume_numbers(on_target, &topic, &group, "t", 2_222).await;
+    wait_until_complete(&source, &back, 5 + 5_000).await;
+
+    // Back to the source.
+    let output = moving("failback", "source");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let committed = source.committed_offsets(&group).await.unwrap();
+    assert_eq!(committed[&(topic.clone(), 0)].offset, 7_333, "{stdout}");
+    assert_eq!(committed[&(back.clone(), 0)].offset, 5 + 2_222, "{stdout}");
+    read_s.extend(consume_numbers(on_source.clone(), &topic, &group, "s", -1).await);
+    read_t.extend(consume_numbers(on_source, &back, &group, "t", -1).await);
+    assert!(run.terminate(), "the mirror stops cleanly");
+    let _ = std::fs::remove_file(&config);
+
+    for (name, read, end) in [(&topic, &read_s, 10_000), (&back, &read_t, 5_000)] {
+        let (rereads, skipped, duplicates) = judge(read, 0, end);
+        assert_eq!(
+            (rereads, skipped, duplicates),
+            (0, 0, 0),
+            "{name}: every record once over the cycle"
+        );
+        assert!(read.windows(2).all(|w| w[0] < w[1]), "{name}: in order");
+    }
 }

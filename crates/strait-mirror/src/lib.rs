@@ -32,8 +32,8 @@
 //!   `internal_topics` (compacted-topic reads and writes).
 //! - `discovery`: the topics a flow replicates, and their remote topics created or grown.
 //! - `topic_config_sync` (over the rules of `topic_configs`), `acls`: topic config and ACL sync;
-//!   `lag`: the lag read from the clusters; `cutover`: a group's positions translated, for
-//!   `strait translate` and `strait cutover`.
+//!   `lag`: the lag read from the clusters; `cutover`: a group's positions translated from
+//!   one cluster to the other, for `strait translate`, `strait cutover` and `strait failback`.
 //! - `stats`: what a flow knows of itself (`stats/mod.rs`), rendered as Prometheus text
 //!   (`stats/prometheus.rs`) and as the `/status` JSON (`stats/status.rs`); `metrics`: the
 //!   Prometheus text format, histograms and windows; `client_config`: Kafka clients, set up and
@@ -66,7 +66,7 @@ mod topic_configs;
 pub use budget::Budget;
 pub use checkpoints::read_checkpoints;
 pub use client_config::client_config;
-pub use cutover::{read_group, GroupPartition, GroupReadiness};
+pub use cutover::{read_group, read_group_back, GroupPartition, GroupReadiness};
 pub use data_path::OffsetReset;
 pub use error::{FencedProducer, MirrorError};
 pub use flow::{run_flow, transactional_id, FlowHandle, Process};

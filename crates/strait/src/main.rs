@@ -39,7 +39,10 @@ enum Command {
     Translate(cmd::translate::TranslateArgs),
     /// Move consumer groups from the source to the target: report readiness, wait for the
     /// mirror to catch up, commit the exact translated offsets on the target.
-    Cutover(cmd::cutover::CutoverArgs),
+    Cutover(cmd::cutover::MoveArgs),
+    /// Move consumer groups back from the target to the source: remote topics through the
+    /// inverse of the offset map, topics written on the target through the reverse flow's.
+    Failback(cmd::cutover::MoveArgs),
     /// Start two local Kafka clusters (fetched with Maven), put data in the source and show the
     /// mirror at work; everything is stopped and removed at the end.
     #[cfg(feature = "demo")]
@@ -77,7 +80,8 @@ fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Lag(args) => runtime.block_on(cmd::lag::run_lag(args)),
         Command::Checkpoints(args) => runtime.block_on(cmd::checkpoints::run_checkpoints(args)),
         Command::Translate(args) => runtime.block_on(cmd::translate::run_translate(args)),
-        Command::Cutover(args) => runtime.block_on(cmd::cutover::run_cutover(args)),
+        Command::Cutover(args) => runtime.block_on(cmd::cutover::run_move(args, cmd::cutover::Move::Cutover)),
+        Command::Failback(args) => runtime.block_on(cmd::cutover::run_move(args, cmd::cutover::Move::Failback)),
         #[cfg(feature = "demo")]
         Command::Demo(args) => runtime.block_on(cmd::demo::run(args)),
     }

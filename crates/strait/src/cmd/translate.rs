@@ -77,7 +77,7 @@ pub async fn run_translate(args: TranslateArgs) -> anyhow::Result<()> {
                 let (offset, rereads) = p.translation.offset_and_rereads().unzip();
                 records.push(serde_json::json!({
                     "flow": flows[*i].flow.name(), "cluster": flows[*i].flow.target.alias,
-                    "sourceTopic": p.topic, "topic": p.target_topic, "partition": p.partition,
+                    "sourceTopic": p.topic, "topic": p.to_topic, "partition": p.partition,
                     "sourceOffset": p.committed.offset, "offset": offset, "rereads": rereads,
                     "exact": rereads == Some(0), "translation": p.translation.to_string(),
                 }));
@@ -106,7 +106,7 @@ pub async fn run_translate(args: TranslateArgs) -> anyhow::Result<()> {
                 p.topic.clone(),
                 p.partition.to_string(),
                 p.committed.offset.to_string(),
-                p.target_topic.clone(),
+                p.to_topic.clone(),
                 or_dash(offset),
                 or_dash(rereads),
                 p.translation.to_string(),
