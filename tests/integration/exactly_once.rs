@@ -306,6 +306,28 @@ async fn killed_and_restarted(
     assert!(uncommitted > 0, "no kill landed inside a transaction");
     let identities = producer_identities(&target, &remote, partitions).await;
     println!("producer ids and epochs of the data: {identities:?}");
+    // The offset map stays small though every commit marker is a breakpoint: a byte or two a
+    // commit, as stored on the target and reloaded from there.
+    let offset_map = strait_mirror::OffsetMap::read(&target, &alias, "target")
+        .await
+        .unwrap()
+        .expect("the offset map topic exists");
+    let sizes = offset_map.stored_bytes();
+    for partition in 0..partitions {
+        let markers = read_batches(&target, &remote, partition)
+            .await
+            .iter()
+            .filter(|b| b.is_control())
+            .count();
+        let bytes = sizes[&(topic.clone(), partition)];
+        println!("offset map of {topic}-{partition}: {bytes} bytes for {markers} transaction markers");
+        // A commit or an abort per run at least: four runs.
+        assert!(markers >= 4, "the transactions left markers in partition {partition}");
+        assert!(
+            bytes <= 3 * markers + 64,
+            "{bytes} bytes for {markers} markers in partition {partition}"
+        );
+    }
     (logged, identities)
 }
 

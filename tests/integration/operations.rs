@@ -109,6 +109,30 @@ async fn metrics_status_and_health_of_a_running_mirror() {
         })
     })
     .await;
+    // The group's checkpoints translate exactly, and the offset map of each partition (one
+    // segment: contiguous batches) takes a few bytes.
+    let map_label = format!("topic=\"{topic}\"");
+    wait_until("the offset map's size after a prune", || async {
+        http_get(port, "/metrics")
+            .await
+            .is_some_and(|(_, text)| metric(&text, "strait_offset_map_bytes", &[&map_label]).is_some())
+    })
+    .await;
+    let text = scrape(port).await;
+    for partition in 0..partitions {
+        let partition_label = format!("partition=\"{partition}\"");
+        let rereads = metric(
+            &text,
+            "strait_checkpoint_rereads",
+            &[&format!("group=\"{group}\""), &topic_label, &partition_label],
+        );
+        assert_eq!(rereads, Some(0.0), "partition {partition}");
+        let bytes = metric(&text, "strait_offset_map_bytes", &[&map_label, &partition_label]);
+        assert!(
+            bytes.is_some_and(|b| b > 0.0 && b < 64.0),
+            "partition {partition}: {bytes:?}"
+        );
+    }
 
     let (code, status) = http_get(port, "/status").await.unwrap();
     assert_eq!(code, 200);

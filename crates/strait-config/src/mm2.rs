@@ -259,6 +259,21 @@ impl Mm2Config {
                             }
                         }
                     }
+                    let boundary = flow.settings.iter().find(|(name, _)| *name == "transaction.boundary");
+                    if let (true, Some((_, setting))) = (flow.enabled && flow.exactly_once, boundary) {
+                        if let (true, Origin::File { line, key, .. }) =
+                            (setting.value.trim() == "poll", &setting.origin)
+                        {
+                            scopes.warnings.push(format!(
+                                "line {line}: `{key} = poll` commits a transaction every \
+                                 `transaction.boundary.interval.ms` ({} ms) on flow {}: Strait fetches for many \
+                                 partitions at once and has no per-task poll to end a transaction on; set `interval` \
+                                 to say so",
+                                flow.transaction_interval.as_millis(),
+                                flow.name()
+                            ));
+                        }
+                    }
                     if flow.enabled && flow.exactly_once && flow.source_isolation_level != IsolationLevel::ReadCommitted
                     {
                         scopes.warnings.push(format!(

@@ -108,6 +108,7 @@ pub(crate) async fn checkpoint_loop(
                 {
                     break;
                 }
+                stats.record_offset_map_bytes(stores.1.stored_bytes());
             }
             Err(error) => {
                 tracing::warn!(flow = %name, %error, "emitting checkpoints failed; retrying next interval");

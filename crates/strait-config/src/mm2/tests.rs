@@ -1195,6 +1195,20 @@ fn exactly_once_is_switched_on_per_target_as_mm2_does() {
     // Boundary keys without exactly-once mode say they change nothing.
     let config = two("A->B.enabled = true\ntransaction.boundary.interval.ms = 100\n");
     assert!(config.warnings().iter().any(|w| w.contains("not in exactly-once mode")));
+    // `poll` written out means MM2's commit per poll, which Strait has not: it says what it does.
+    let config = two(
+        "A->B.enabled = true\nexactly.once.source.support = enabled\nA.consumer.isolation.level = read_committed\n\
+         transaction.boundary = poll\ntransaction.boundary.interval.ms = 300\n",
+    );
+    let said = config
+        .warnings()
+        .iter()
+        .find(|w| w.contains("`transaction.boundary = poll`"));
+    assert!(
+        said.is_some_and(|w| w.contains("line 7") && w.contains("every `transaction.boundary.interval.ms` (300 ms)")),
+        "{:?}",
+        config.warnings()
+    );
 }
 
 #[test]

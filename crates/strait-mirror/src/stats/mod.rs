@@ -337,6 +337,8 @@ pub struct Stats {
     checkpoints: Mutex<HashMap<(String, String, i32), Window>>,
     /// Records a group failing over would re-read, by (group, downstream topic, partition).
     rereads: Mutex<BTreeMap<(String, String, i32), i64>>,
+    /// The stored size of the offset map, by (source topic, partition), in bytes.
+    offset_map_bytes: Mutex<BTreeMap<(String, i32), usize>>,
     /// Fetch requests by kind (`full`, `incremental`).
     fetches: Mutex<BTreeMap<&'static str, u64>>,
     /// Open connections by (cluster, role).
@@ -367,6 +369,7 @@ impl Stats {
             errors: Mutex::default(),
             checkpoints: Mutex::default(),
             rereads: Mutex::default(),
+            offset_map_bytes: Mutex::default(),
             fetches: Mutex::default(),
             connections: Mutex::default(),
             paused: AtomicI64::new(0),
@@ -618,6 +621,11 @@ impl Stats {
     pub(crate) fn record_rereads(&self, group: &str, topic: &str, partition: i32, rereads: i64) {
         let mut all = self.rereads.lock().expect("stats lock");
         all.insert((group.to_owned(), topic.to_owned(), partition), rereads);
+    }
+
+    /// The offset map's stored size per partition, after a prune.
+    pub(crate) fn record_offset_map_bytes(&self, sizes: BTreeMap<(String, i32), usize>) {
+        *self.offset_map_bytes.lock().expect("stats lock") = sizes;
     }
 
     /// A checkpoint took `latency_ms` from reading the group's offsets to the target's ack.

@@ -176,6 +176,19 @@ impl Stats {
                 *rereads as f64,
             );
         }
+        for ((topic, partition), bytes) in self.offset_map_bytes.lock().expect("stats lock").iter() {
+            out.gauge(
+                "strait_offset_map_bytes",
+                "The stored size of the partition's offset map (where every mirrored record landed), after the last prune.",
+                &[
+                    ("source", source),
+                    ("target", target),
+                    ("topic", topic.as_str()),
+                    ("partition", &partition.to_string()),
+                ],
+                *bytes as f64,
+            );
+        }
         out.histogram(
             "strait_batch_latency_seconds",
             "Time from a batch's fetch response to the target's acknowledgement: what Strait adds to the latency.",
