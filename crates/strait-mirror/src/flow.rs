@@ -221,14 +221,15 @@ pub fn transactional_id(flow: &FlowConfig) -> String {
     format!("strait-{}->{}-0", flow.source.alias, flow.target.alias)
 }
 
-async fn set_up(flow: &FlowConfig, target: &KafkaClient) -> Result<Setup, MirrorError> {
+async fn set_up(flow: &FlowConfig, target: &KafkaClient, stats: &Stats) -> Result<Setup, MirrorError> {
     let source = connect(&flow.source, ClientRole::Consumer).await?;
     // Exactly-once mode: InitProducerId first, which fences a previous owner of the id and
     // aborts its open transaction, so that the positions read next are all committed ones.
     let transaction = if flow.exactly_once {
         let timeout =
             Duration::from_millis(u64::try_from(flow.target_produce.transaction_timeout_ms).unwrap_or(60_000));
-        Some(Transaction::begin(target, &flow.target.alias, transactional_id(flow), timeout).await?)
+        let counts = stats.transactions().clone();
+        Some(Transaction::begin(target, &flow.target.alias, transactional_id(flow), timeout, counts).await?)
     } else {
         None
     };
@@ -280,7 +281,7 @@ async fn data_loop(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
     let name = flow.name();
-    let Some(setup) = start_up(&flow, &stats, &mut shutdown, || set_up(&flow, &target)).await? else {
+    let Some(setup) = start_up(&flow, &stats, &mut shutdown, || set_up(&flow, &target, &stats)).await? else {
         return Ok(());
     };
     let (source, target_brokers) = (setup.source, setup.target_brokers);

@@ -20,6 +20,7 @@
 //! transaction; a fenced producer's errors stop the flow.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,6 +37,7 @@ use crate::offset_syncs::OffsetSyncs;
 use crate::progress::ProgressStore;
 use crate::sink::producer_id::ProducerIds;
 use crate::sink::queue::add_sequence;
+use crate::stats::TransactionCounts;
 use crate::MirrorError;
 
 /// A transaction commits early once this many bytes were produced in it: a bound on what an
@@ -74,6 +76,8 @@ pub(crate) struct Transaction {
     resumed: watch::Sender<u64>,
     /// Records of other writers (checkpoints) for the next commit, each told how it ended.
     riders: Mutex<Vec<Rider>>,
+    /// The flow's counts of committed and aborted transactions.
+    counts: Arc<TransactionCounts>,
 }
 
 /// Where to tell the riders of a transaction how it ended: "not committed" unless
@@ -155,6 +159,7 @@ impl Transaction {
         cluster: &str,
         id: String,
         timeout: Duration,
+        counts: Arc<TransactionCounts>,
     ) -> Result<Arc<Transaction>, MirrorError> {
         let fail = MirrorError::client_at(cluster);
         let version = client.transaction_version().await.map_err(fail)?;
@@ -177,6 +182,7 @@ impl Transaction {
             due: Notify::new(),
             resumed: watch::channel(0).0,
             riders: Mutex::new(Vec::new()),
+            counts,
         }))
     }
 
@@ -398,6 +404,7 @@ impl Transaction {
             {
                 Ok(next) => {
                     self.next(identity, next);
+                    self.counts.committed.fetch_add(1, Ordering::Relaxed);
                     tells.committed();
                 }
                 Err(error) if is_fenced(&error) => return Err(fenced_or(&self.cluster, &self.id, error)),
@@ -428,7 +435,10 @@ impl Transaction {
                 .end_transaction(&self.id, identity, false, self.max_end_txn_version(), self.timeout)
                 .await
             {
-                Ok(next) => self.next(identity, next),
+                Ok(next) => {
+                    self.next(identity, next);
+                    self.counts.aborted.fetch_add(1, Ordering::Relaxed);
+                }
                 Err(error) if is_fenced(&error) => return Err(fenced_or(&self.cluster, &self.id, error)),
                 Err(error) if error.is_retriable() => {
                     tracing::warn!(cluster = %self.cluster, transactional_id = %self.id,

@@ -354,6 +354,17 @@ pub struct Stats {
     acl_syncs: AtomicU64,
     /// The timestamp of the last heartbeat the target took, in ms; 0 before the first.
     last_heartbeat_ms: AtomicI64,
+    /// Exactly-once mode: transactions the target committed and aborted.
+    transactions: Arc<TransactionCounts>,
+}
+
+/// Transactions a flow's exactly-once producer ended, over all its runs.
+#[derive(Debug, Default)]
+pub(crate) struct TransactionCounts {
+    /// EndTxn commits the coordinator took.
+    pub(crate) committed: AtomicU64,
+    /// EndTxn aborts the coordinator took.
+    pub(crate) aborted: AtomicU64,
 }
 
 impl Stats {
@@ -377,6 +388,7 @@ impl Stats {
             discoveries: AtomicU64::new(0),
             acl_syncs: AtomicU64::new(0),
             last_heartbeat_ms: AtomicI64::new(0),
+            transactions: Arc::default(),
         }
     }
 
@@ -432,6 +444,11 @@ impl Stats {
     /// having taken the round's ACLs).
     pub fn acl_sync_rounds(&self) -> u64 {
         self.acl_syncs.load(Ordering::Relaxed)
+    }
+
+    /// Exactly-once mode: the counts of ended transactions, for the flow's producer to add to.
+    pub(crate) fn transactions(&self) -> &Arc<TransactionCounts> {
+        &self.transactions
     }
 
     /// When the target took the flow's last heartbeat (ms since the epoch), if it took one.

@@ -23,6 +23,18 @@ impl Stats {
             f64::from(u8::from(state == FlowState::Running)),
         );
         let flow = [("source", source), ("target", target)];
+        let transactions = self.transactions();
+        for (outcome, count) in [
+            ("committed", &transactions.committed),
+            ("aborted", &transactions.aborted),
+        ] {
+            out.counter(
+                "strait_transactions_total",
+                "Exactly-once mode: transactions the target's coordinator committed or aborted (EndTxn).",
+                &[("source", source), ("target", target), ("outcome", outcome)],
+                count.load(std::sync::atomic::Ordering::Relaxed) as f64,
+            );
+        }
         if let Some(ms) = self.last_heartbeat_ms() {
             out.gauge(
                 "strait_heartbeat_last_timestamp_seconds",
