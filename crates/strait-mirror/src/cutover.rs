@@ -132,7 +132,14 @@ pub async fn read_group(
 ) -> Result<GroupReadiness, MirrorError> {
     let on_source = MirrorError::client_at(&flow.source.alias);
     let committed = source.committed_offsets(group).await.map_err(on_source)?;
-    let mut readiness = members(flow, (source, target), group, false).await?;
+    let (source_members, target_members) = members(flow, (source, target), group).await?;
+    let mut readiness = GroupReadiness {
+        from: flow.source.alias.clone(),
+        to: flow.target.alias.clone(),
+        partitions: Vec::new(),
+        from_members: source_members,
+        to_members: target_members,
+    };
     let progress = ProgressStore::read(target, &flow.source.alias, &flow.target.alias).await?;
     let offset_map = OffsetMap::read(target, &flow.source.alias, &flow.target.alias).await?;
     let mut by_topic: BTreeMap<String, Vec<(i32, CommittedOffset)>> = BTreeMap::new();
@@ -181,7 +188,14 @@ pub async fn read_group_back(
         .committed_offsets(group)
         .await
         .map_err(MirrorError::client_at(&flow.target.alias))?;
-    let mut readiness = members(flow, (source, target), group, true).await?;
+    let (source_members, target_members) = members(flow, (source, target), group).await?;
+    let mut readiness = GroupReadiness {
+        from: flow.target.alias.clone(),
+        to: flow.source.alias.clone(),
+        partitions: Vec::new(),
+        from_members: target_members,
+        to_members: source_members,
+    };
     let offset_map = OffsetMap::read(target, &flow.source.alias, &flow.target.alias).await?;
     for ((remote, partition), committed) in committed {
         let Some(topic) = upstream_topic(flow, &remote) else {
@@ -209,14 +223,12 @@ fn upstream_topic<'a>(flow: &FlowConfig, remote: &'a str) -> Option<&'a str> {
     (flow.remote_topic(topic) == remote && flow.should_replicate_topic(topic)).then_some(topic)
 }
 
-/// The group's members on both clusters of `flow`, as a move from the source (or, `back`,
-/// from the target) sees them.
+/// The group's members on the source and on the target of `flow`.
 async fn members(
     flow: &FlowConfig,
     (source, target): (&KafkaClient, &KafkaClient),
     group: &str,
-    back: bool,
-) -> Result<GroupReadiness, MirrorError> {
+) -> Result<(Vec<GroupMember>, Vec<GroupMember>), MirrorError> {
     let on_source = source
         .describe_group(group)
         .await
@@ -227,22 +239,5 @@ async fn members(
         .await
         .map_err(MirrorError::client_at(&flow.target.alias))?
         .members;
-    let (from, to) = (flow.source.alias.clone(), flow.target.alias.clone());
-    Ok(if back {
-        GroupReadiness {
-            from: to,
-            to: from,
-            partitions: Vec::new(),
-            from_members: on_target,
-            to_members: on_source,
-        }
-    } else {
-        GroupReadiness {
-            from,
-            to,
-            partitions: Vec::new(),
-            from_members: on_source,
-            to_members: on_target,
-        }
-    })
+    Ok((on_source, on_target))
 }
