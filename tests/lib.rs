@@ -189,6 +189,9 @@ pub fn mm2_properties(topics: &str, extra: &str) -> String {
     )
 }
 
+/// The data-path cases run on both byte paths: `epoll` and `io_uring` (`strait.io`).
+pub const BYTE_PATHS: [&str; 2] = ["strait.io = epoll", "strait.io = io_uring"];
+
 /// Starts the flow `source->target` of `properties` in this process.
 pub fn start_mirror(properties: &str) -> strait_mirror::FlowHandle {
     start_flow(properties, "source", "target")

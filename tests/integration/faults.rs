@@ -74,8 +74,17 @@ async fn proxied_transfer(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn connections_cut_during_a_transfer_lose_nothing() {
+    connections_cut(BYTE_PATHS[0]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connections_cut_during_a_transfer_lose_nothing_over_io_uring() {
+    connections_cut(BYTE_PATHS[1]).await;
+}
+
+async fn connections_cut(io: &str) {
     let (partitions, batches, per_batch) = (4, 250, 200);
-    let t = proxied_transfer("cut-target", "cuts", (partitions, batches, per_batch), "").await;
+    let t = proxied_transfer("cut-target", "cuts", (partitions, batches, per_batch), io).await;
     let (proxy, target, remote, total) = (&t.proxy, &t.target, &t.remote, t.total);
     let mirror = start_mirror(&t.properties);
     // Cut during the transfer: from the first record on (a flow that cannot start waits for its
@@ -102,14 +111,23 @@ async fn connections_cut_during_a_transfer_lose_nothing() {
     wait_until_complete(target, remote, total).await;
     mirror.stop().await.unwrap();
     let duplicates = check_numbered(target, remote, partitions, batches * per_batch).await;
-    println!("connection cuts: {total} records, {cuts} cuts, 0 lost, {duplicates} duplicated");
+    println!("connection cuts ({io}): {total} records, {cuts} cuts, 0 lost, {duplicates} duplicated");
     assert!(cuts >= 1, "the transfer must see cuts ({cuts})");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_link_still_mirrors_at_a_useful_rate() {
+    slow_link(BYTE_PATHS[0]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_link_still_mirrors_at_a_useful_rate_over_io_uring() {
+    slow_link(BYTE_PATHS[1]).await;
+}
+
+async fn slow_link(io: &str) {
     let (partitions, batches, per_batch) = (4, 50, 500);
-    let t = proxied_transfer("wan-target", "wan", (partitions, batches, per_batch), "").await;
+    let t = proxied_transfer("wan-target", "wan", (partitions, batches, per_batch), io).await;
     let (target, remote, total) = (&t.target, &t.remote, t.total);
     t.proxy.set_latency(Duration::from_millis(100)); // 100 ms each way: a 200 ms round trip.
     let mirror = start_mirror(&t.properties);
@@ -127,7 +145,7 @@ async fn a_slow_link_still_mirrors_at_a_useful_rate() {
     mirror.stop().await.unwrap();
     let duplicates = check_numbered(target, remote, partitions, batches * per_batch).await;
     let rate = total as f64 / elapsed.as_secs_f64();
-    println!("200 ms RTT: {total} records ({partitions} partitions x {batches} batches) in {elapsed:.1?}, {rate:.0} records/s, {duplicates} duplicated");
+    println!("200 ms RTT ({io}): {total} records ({partitions} partitions x {batches} batches) in {elapsed:.1?}, {rate:.0} records/s, {duplicates} duplicated");
     // One batch per round trip per partition would be 4 x 500 / 0.2 s = 10 000 records/s;
     // several batches in flight per partition must do better than that.
     assert!(rate > 10_000.0, "{rate:.0} records/s over a 200 ms round trip");

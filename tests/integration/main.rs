@@ -9,6 +9,7 @@ mod deploy;
 mod exactly_once;
 mod faults;
 mod import;
+mod io;
 mod mirror;
 mod oauth;
 mod operations;

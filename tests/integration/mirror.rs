@@ -75,9 +75,22 @@ fn console_consume(bootstrap: &str, topic: &str, records: usize) -> Vec<String> 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mirrors_java_clients_data_in_every_codec_with_identical_bytes() {
+    every_codec(BYTE_PATHS[0]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mirrors_every_codec_with_identical_bytes_over_io_uring() {
+    every_codec(BYTE_PATHS[1]).await;
+}
+
+async fn every_codec(io: &str) {
     let clusters = clusters();
     let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
-    let prefix = unique("codecs");
+    let prefix = unique(if io.ends_with("io_uring") {
+        "codecs-uring"
+    } else {
+        "codecs"
+    });
     let codecs = ["none", "gzip", "snappy", "lz4", "zstd"];
     for codec in codecs {
         let topic = format!("{prefix}-{codec}");
@@ -97,7 +110,7 @@ async fn mirrors_java_clients_data_in_every_codec_with_identical_bytes() {
         .await
         .unwrap();
 
-    let mirror = start_mirror(&mm2_properties(&format!("{prefix}-.*"), ""));
+    let mirror = start_mirror(&mm2_properties(&format!("{prefix}-.*"), io));
     let mut topics: Vec<(String, i32)> = codecs.iter().map(|c| (format!("{prefix}-{c}"), 2)).collect();
     topics.push((bulk, 3));
     for (topic, _) in &topics {
@@ -467,6 +480,15 @@ async fn a_mirror_killed_with_sigkill_and_restarted_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_target_broker_restart_mid_stream_loses_nothing() {
+    target_broker_restart(BYTE_PATHS[0]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_target_broker_restart_mid_stream_loses_nothing_over_io_uring() {
+    target_broker_restart(BYTE_PATHS[1]).await;
+}
+
+async fn target_broker_restart(io: &str) {
     let clusters = clusters();
     // A target of its own: restarting the shared one would disturb the other tests.
     let own_target = tokio::task::spawn_blocking(|| strait_testkit::KafkaCluster::start("restart-target").unwrap())
@@ -480,7 +502,7 @@ async fn a_target_broker_restart_mid_stream_loses_nothing() {
     let total = (partitions as usize * batches * per_batch) as i64;
 
     let properties =
-        mm2_properties(&topic, "").replace(&clusters.target.bootstrap_servers(), &own_target.bootstrap_servers());
+        mm2_properties(&topic, io).replace(&clusters.target.bootstrap_servers(), &own_target.bootstrap_servers());
     let mirror = start_mirror(&properties);
     let target = client(&own_target).await;
     let remote = format!("source.{topic}");
@@ -505,7 +527,7 @@ async fn a_target_broker_restart_mid_stream_loses_nothing() {
     wait_until_complete(&target, &remote, total).await;
     mirror.stop().await.unwrap();
     let duplicates = check_numbered(&target, &remote, partitions, batches * per_batch).await;
-    println!("broker restart: {total} records, crashed at {at_crash}, {duplicates} duplicates");
+    println!("broker restart ({io}): {total} records, crashed at {at_crash}, {duplicates} duplicates");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -14,10 +14,11 @@ use kafka_protocol::messages::{
     SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes, VersionRange};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 
+use crate::io::{EpollRead, EpollWrite, FrameRead, FrameWrite, IoPath};
 use crate::sasl::{client_nonce, plain_message, ScramClient};
 use crate::security::{tls_error, SaslConfig, SaslCredentials, SaslMechanism, Security, TlsConfig};
 use crate::versions::client_versions;
@@ -50,6 +51,8 @@ pub struct ConnectionConfig {
     pub security: Security,
     /// Counts the connections open with these settings.
     pub counter: ConnectionCounter,
+    /// How the socket moves bytes (`strait.io`); TLS connections always use epoll.
+    pub io: IoPath,
 }
 
 /// How many connections are open: shared by every connection opened with one
@@ -77,6 +80,7 @@ impl Default for ConnectionConfig {
             connect_timeout: Duration::from_secs(10),
             security: Security::default(),
             counter: ConnectionCounter::default(),
+            io: IoPath::Epoll,
         }
     }
 }
@@ -145,6 +149,7 @@ impl BrokerConnection {
             .map_err(io_error)?;
         stream.set_nodelay(true).map_err(io_error)?;
         let tls = config.security.tls.clone();
+        let io = config.io.clone();
         let sasl = config.security.sasl.clone();
         let (writer, requests) = mpsc::channel(QUEUE);
         let connection = BrokerConnection {
@@ -165,15 +170,22 @@ impl BrokerConnection {
             }),
         };
         connection.shared.config.counter.0.fetch_add(1, Ordering::Relaxed);
-        match tls {
-            None => {
+        match (tls, io) {
+            (None, IoPath::Epoll) => {
                 let (read, write) = stream.into_split();
+                connection.start_io(EpollRead(read), EpollWrite(write), requests);
+            }
+            (None, IoPath::IoUring(ring)) => {
+                let (read, write) = stream
+                    .into_std()
+                    .and_then(|stream| strait_uring::split(ring, stream))
+                    .map_err(io_error)?;
                 connection.start_io(read, write, requests);
             }
-            Some(tls) => {
+            (Some(tls), _) => {
                 let stream = connection.tls_handshake(&tls, stream).await?;
                 let (read, write) = tokio::io::split(stream);
-                connection.start_io(read, write, requests);
+                connection.start_io(EpollRead(read), EpollWrite(write), requests);
             }
         }
         let (versions, features) = connection.api_versions().await?;
@@ -192,11 +204,12 @@ impl BrokerConnection {
     }
 
     /// Spawns the reader and writer tasks on the two halves of the stream.
-    fn start_io<R, W>(&self, read: R, write: W, requests: mpsc::Receiver<Vec<Bytes>>)
-    where
-        R: AsyncRead + Unpin + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
+    fn start_io(
+        &self,
+        read: impl FrameRead + 'static,
+        write: impl FrameWrite + 'static,
+        requests: mpsc::Receiver<Vec<Bytes>>,
+    ) {
         let reader = tokio::spawn(read_loop(Arc::downgrade(&self.shared), read));
         tokio::spawn(write_loop(
             Arc::downgrade(&self.shared),
@@ -639,15 +652,15 @@ impl Drop for Shared {
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(
+async fn write_loop(
     shared: std::sync::Weak<Shared>,
-    mut socket: W,
+    mut socket: impl FrameWrite,
     mut requests: mpsc::Receiver<Vec<Bytes>>,
     closing: Arc<Notify>,
     reader: tokio::task::AbortHandle,
 ) {
     loop {
-        let mut frame = tokio::select! {
+        let frame = tokio::select! {
             frame = requests.recv() => match frame {
                 Some(frame) => frame,
                 None => break,
@@ -655,12 +668,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             // Poisoned: nothing more goes out on this socket, and nothing it says is awaited.
             _ = closing.notified() => break,
         };
-        // TLS buffers what it encrypts: flush so that every request reaches the broker now.
-        let written = match write_all_vectored(&mut socket, &mut frame).await {
-            Ok(()) => socket.flush().await,
-            Err(error) => Err(error),
-        };
-        if let Err(source) = written {
+        if let Err(source) = socket.write_all(frame).await {
             if let Some(shared) = shared.upgrade() {
                 let broker = shared.broker.clone();
                 shared.poison(Error::Io {
@@ -673,10 +681,13 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     }
     // Every handle is gone, or the connection failed: nobody waits for responses any more.
     reader.abort();
-    let _ = socket.shutdown().await;
+    socket.shutdown().await;
 }
 
-async fn write_all_vectored<W: AsyncWrite + Unpin>(socket: &mut W, parts: &mut [Bytes]) -> std::io::Result<()> {
+pub(crate) async fn write_all_vectored<W: AsyncWrite + Unpin>(
+    socket: &mut W,
+    parts: &mut [Bytes],
+) -> std::io::Result<()> {
     let mut first = 0;
     while first < parts.len() {
         let slices: Vec<IoSlice<'_>> = parts[first..].iter().map(|p| IoSlice::new(p)).collect();
@@ -700,7 +711,7 @@ async fn write_all_vectored<W: AsyncWrite + Unpin>(socket: &mut W, parts: &mut [
     Ok(())
 }
 
-async fn read_loop<R: AsyncRead + Unpin>(shared: std::sync::Weak<Shared>, mut socket: R) {
+async fn read_loop(shared: std::sync::Weak<Shared>, mut socket: impl FrameRead) {
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     let error = loop {
         match read_frame(&mut socket, &mut buffer).await {
@@ -748,10 +759,7 @@ enum FrameError {
 
 /// Reads one size-prefixed frame. Bytes past the frame stay in `buffer` for the next call. The
 /// frame holds exactly its own bytes (see [`OWN_ALLOCATION`]).
-async fn read_frame<R: AsyncRead + Unpin>(
-    socket: &mut R,
-    buffer: &mut BytesMut,
-) -> std::result::Result<Bytes, FrameError> {
+async fn read_frame(socket: &mut impl FrameRead, buffer: &mut BytesMut) -> std::result::Result<Bytes, FrameError> {
     fill(socket, buffer, 4).await?;
     let size = i32::from_be_bytes(buffer[..4].try_into().expect("4 bytes"));
     if size < 0 || size as usize > MAX_FRAME {
@@ -775,7 +783,9 @@ async fn read_frame<R: AsyncRead + Unpin>(
             frame.reserve_exact((size - frame.len()).min(FRAME_GROWTH));
         }
         // The capacity never passes `size`, so nothing of the next frame is read into this one.
-        let read = socket.read_buf(&mut frame).await.map_err(FrameError::Io)?;
+        let (grown, read) = socket.read_buf(frame).await;
+        frame = grown;
+        let read = read.map_err(FrameError::Io)?;
         if read == 0 {
             return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into()));
         }
@@ -783,15 +793,16 @@ async fn read_frame<R: AsyncRead + Unpin>(
     Ok(Bytes::from(frame))
 }
 
-async fn fill<R: AsyncRead + Unpin>(
-    socket: &mut R,
+async fn fill(
+    socket: &mut impl FrameRead,
     buffer: &mut BytesMut,
     wanted: usize,
 ) -> std::result::Result<(), FrameError> {
     while buffer.len() < wanted {
         buffer.reserve((wanted - buffer.len()).max(64 * 1024));
-        let read = socket.read_buf(buffer).await.map_err(FrameError::Io)?;
-        if read == 0 {
+        let (filled, read) = socket.read_buf(std::mem::take(buffer)).await;
+        *buffer = filled;
+        if read.map_err(FrameError::Io)? == 0 {
             return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into()));
         }
     }
@@ -800,6 +811,8 @@ async fn fill<R: AsyncRead + Unpin>(
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::AsyncRead;
+
     use super::*;
 
     /// A reader that remembers the most room a read was offered: what the caller reserved.
@@ -830,7 +843,7 @@ mod tests {
             bytes: &stream,
             most: 0,
         };
-        let result = read_frame(&mut reader, &mut BytesMut::new()).await;
+        let result = read_frame(&mut EpollRead(&mut reader), &mut BytesMut::new()).await;
         assert!(matches!(result, Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof));
         assert!(reader.most <= 2 * FRAME_GROWTH, "{} bytes reserved", reader.most);
     }
@@ -847,11 +860,14 @@ mod tests {
             most: 0,
         };
         let mut buffer = BytesMut::new();
-        let first = read_frame(&mut reader, &mut buffer).await.ok().unwrap();
+        let first = read_frame(&mut EpollRead(&mut reader), &mut buffer).await.ok().unwrap();
         assert_eq!(first.len(), 20_000);
         assert!(first.iter().all(|&b| b == 1));
-        assert_eq!(&read_frame(&mut reader, &mut buffer).await.ok().unwrap()[..], &[2u8; 5]);
-        let third = read_frame(&mut reader, &mut buffer).await.ok().unwrap();
+        assert_eq!(
+            &read_frame(&mut EpollRead(&mut reader), &mut buffer).await.ok().unwrap()[..],
+            &[2u8; 5]
+        );
+        let third = read_frame(&mut EpollRead(&mut reader), &mut buffer).await.ok().unwrap();
         assert_eq!(third.len(), 17 * 1024 * 1024);
         assert!(third.iter().all(|&b| b == 3));
         // The large frame grew in steps, never offering room past its end.
@@ -866,14 +882,25 @@ mod tests {
             stream.extend_from_slice(body);
         }
         let (mut reader, mut buffer) = (stream.as_slice(), BytesMut::new());
-        assert_eq!(&read_frame(&mut reader, &mut buffer).await.ok().unwrap()[..], b"first");
         assert_eq!(
-            read_frame(&mut reader, &mut buffer).await.ok().unwrap().len(),
+            &read_frame(&mut EpollRead(&mut reader), &mut buffer).await.ok().unwrap()[..],
+            b"first"
+        );
+        assert_eq!(
+            read_frame(&mut EpollRead(&mut reader), &mut buffer)
+                .await
+                .ok()
+                .unwrap()
+                .len(),
             3 * 1024 * 1024
         );
-        assert!(read_frame(&mut reader, &mut buffer).await.ok().unwrap().is_empty());
+        assert!(read_frame(&mut EpollRead(&mut reader), &mut buffer)
+            .await
+            .ok()
+            .unwrap()
+            .is_empty());
         let oversize = (MAX_FRAME as i32 + 1).to_be_bytes();
-        let result = read_frame(&mut &oversize[..], &mut BytesMut::new()).await;
+        let result = read_frame(&mut EpollRead(&oversize[..]), &mut BytesMut::new()).await;
         assert!(matches!(result, Err(FrameError::Size(size)) if size == MAX_FRAME as i64 + 1));
     }
 }

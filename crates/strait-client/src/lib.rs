@@ -19,6 +19,8 @@
 //!   per request, and its answer unwrapped per partition ([`produced_partitions`]).
 //! - `transactions`: a transactional producer's coordinator requests (InitProducerId with a
 //!   `transactional.id`, AddPartitionsToTxn, EndTxn) and the cluster's transaction version.
+//! - `io`: the byte path under a connection, [`IoPath`]: tokio's sockets (epoll), or the
+//!   process's io_uring (`strait-uring`) with zero-copy sends, chosen by `strait.io`.
 //! - `backoff`: [`Backoff`], exponential with jitter, for every retry; `versions`: the versions
 //!   of each API Strait speaks.
 //! - `error`: [`Error`], with Kafka's error codes by name ([`KafkaCode`]).
@@ -34,6 +36,7 @@ mod connection;
 mod error;
 mod fetch;
 mod groups;
+mod io;
 mod jaas;
 mod keystore;
 mod oauth;
@@ -57,6 +60,7 @@ pub use connection::{decode_response, BrokerConnection, ConnectionConfig, Connec
 pub use error::{AuthenticationFailure, Error, KafkaCode};
 pub use fetch::{FetchKind, FetchParams, FetchPosition, FetchSession, FetchedPartition, LeaderHint, PartitionKey};
 pub use groups::{CommittedOffset, GroupDescription, GroupMember, ListedGroup};
+pub use io::{IoPath, AUTO_USES_IO_URING};
 pub use kafka_protocol;
 pub use oauth::OAuthBearer;
 pub use produce::{
@@ -64,6 +68,7 @@ pub use produce::{
     PendingProduce, ProducedPartition, TopicRecords,
 };
 pub use security::{SaslConfig, SaslCredentials, SaslMechanism, Secret, Security, TlsConfig};
+pub use strait_uring::{Ring, RingStats, UNAVAILABLE_SWITCH as IO_URING_UNAVAILABLE_SWITCH};
 pub use transactions::TRANSACTION_VERSION_FEATURE;
 
 /// The result type of this crate.

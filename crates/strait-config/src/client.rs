@@ -201,7 +201,39 @@ pub struct ClusterClientConfig {
     pub security_protocol: SecurityProtocol,
     /// The other cluster-level connection settings (`ssl.*`, `sasl.*`), by key.
     pub props: BTreeMap<String, Setting>,
+    /// How the cluster's connections move bytes: the process-wide `strait.io`.
+    pub io: IoSetting,
     roles: [BTreeMap<String, Setting>; 3],
+}
+
+/// `strait.io`: how broker connections move bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoSetting {
+    /// tokio's sockets on epoll.
+    Epoll,
+    /// io_uring for plaintext connections; Strait refuses to start where the kernel does not
+    /// allow it.
+    IoUring,
+    /// io_uring where the benchmark chose it and the kernel allows it, else epoll (the default).
+    #[default]
+    Auto,
+}
+
+impl IoSetting {
+    /// The value as written in `mm2.properties`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoSetting::Epoll => "epoll",
+            IoSetting::IoUring => "io_uring",
+            IoSetting::Auto => "auto",
+        }
+    }
+}
+
+impl fmt::Display for IoSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Settings with secret values (passwords, `sasl.jaas.config`, `ssl.keystore.key`) hidden.
@@ -236,6 +268,7 @@ impl fmt::Debug for ClusterClientConfig {
             .field("alias", &self.alias)
             .field("bootstrap_servers", &self.bootstrap_servers)
             .field("security_protocol", &self.security_protocol)
+            .field("io", &self.io)
             .field("props", &Redacted(&self.props))
             .field("roles", &self.roles.iter().map(Redacted).collect::<Vec<_>>())
             .finish()
@@ -262,6 +295,7 @@ impl ClusterClientConfig {
                 .filter(|(k, _)| *k != "bootstrap.servers" && *k != "security.protocol")
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
+            io: IoSetting::default(),
             roles,
         }
     }

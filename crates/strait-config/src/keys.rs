@@ -657,6 +657,10 @@ pub(crate) const DEFAULT_FETCHERS_PER_BROKER: u16 = 1;
 /// Most [`FETCHERS_PER_BROKER`] or [`PRODUCERS_PER_BROKER`].
 pub(crate) const MAX_CONNECTIONS_PER_BROKER: u16 = 16;
 
+/// Strait's own top-level key: how broker connections move bytes, `epoll`, `io_uring` or `auto`
+/// (the default).
+pub(crate) const IO: &str = "strait.io";
+
 /// Strait's own top-level key: produce connections per target broker (1 to
 /// [`MAX_CONNECTIONS_PER_BROKER`]). A broker handles the requests of one connection one at a
 /// time, so a second connection lets it append two requests at once.
@@ -677,6 +681,7 @@ pub(crate) const STRAIT_KEYS: &[&str] = &[
     BUFFER_MEMORY,
     FETCHERS_PER_BROKER,
     PRODUCERS_PER_BROKER,
+    IO,
     SHUTDOWN_TIMEOUT,
 ];
 

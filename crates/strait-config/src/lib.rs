@@ -143,7 +143,9 @@ mod render;
 mod secret;
 mod value;
 
-pub use client::{AutoOffsetReset, ClientRole, ClusterClientConfig, IsolationLevel, Origin, SecurityProtocol, Setting};
+pub use client::{
+    AutoOffsetReset, ClientRole, ClusterClientConfig, IoSetting, IsolationLevel, Origin, SecurityProtocol, Setting,
+};
 pub use data_path::{Acks, FetchSettings, ProduceSettings};
 pub use error::{ConfigError, Result};
 pub use filter::{ConfigPropertyFilter, GroupFilter, TopicFilter, UseDefaultsFrom};

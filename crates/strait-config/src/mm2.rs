@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::client::{
-    parse_bootstrap_servers, AutoOffsetReset, ClientRole, ClusterClientConfig, IsolationLevel, Origin,
+    parse_bootstrap_servers, AutoOffsetReset, ClientRole, ClusterClientConfig, IoSetting, IsolationLevel, Origin,
     SecurityProtocol, Setting,
 };
 use crate::data_path::{check_consumer_value, check_producer_value, setting_raw, FetchSettings, ProduceSettings};
@@ -18,7 +18,7 @@ use crate::keys::{
     is_connection_key, known_names, scoped_strait_key, suggest, unknown_security_key, Kind, BUFFER_MEMORY,
     CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS,
     DEFAULT_PRODUCERS_PER_BROKER, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEPRECATED_KEYS, EXACTLY_ONCE_SOURCE_SUPPORT,
-    EXACTLY_ONCE_VALUES, FETCHERS_PER_BROKER, HTTP_LISTENER, IDENTITY_POLICY_CLASS, MAX_CONNECTIONS_PER_BROKER,
+    EXACTLY_ONCE_VALUES, FETCHERS_PER_BROKER, HTTP_LISTENER, IDENTITY_POLICY_CLASS, IO, MAX_CONNECTIONS_PER_BROKER,
     MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, ROLE_PREFIXES, SHUTDOWN_TIMEOUT, STRAIT_KEYS,
 };
 use crate::policy::{PolicyKind, ReplicationPolicy};
@@ -87,6 +87,19 @@ fn parse_shutdown_timeout(prop: &Property) -> Result<u64> {
     u64::try_from(ms).map_err(|_| raw.invalid(expected))
 }
 
+/// `strait.io`: `epoll`, `io_uring` or `auto`.
+fn parse_io(prop: &Property) -> Result<IoSetting> {
+    match prop.value.trim() {
+        "epoll" => Ok(IoSetting::Epoll),
+        "io_uring" => Ok(IoSetting::IoUring),
+        "auto" => Ok(IoSetting::Auto),
+        _ => Err(Raw::from(prop).invalid(
+            "epoll, io_uring or auto (the default: io_uring where the kernel allows it and the benchmark chose it, \
+             else epoll)",
+        )),
+    }
+}
+
 /// `strait.fetchers.per.broker`: 1 to 16.
 fn parse_fetchers_per_broker(prop: &Property) -> Result<u16> {
     parse_connections_per_broker(prop, "fetch connections per source broker", DEFAULT_FETCHERS_PER_BROKER)
@@ -145,6 +158,7 @@ pub struct Mm2Config {
     pub(crate) buffer_memory: u64,
     pub(crate) fetchers_per_broker: u16,
     pub(crate) producers_per_broker: u16,
+    pub(crate) io: IoSetting,
     pub(crate) shutdown_timeout_ms: u64,
     /// The process-wide keys' settings, as `check-config` shows them.
     pub(crate) process_settings: Vec<(&'static str, Setting)>,
@@ -234,6 +248,7 @@ impl Mm2Config {
             DEFAULT_PRODUCERS_PER_BROKER,
             parse_producers_per_broker,
         )?;
+        let (io, io_setting) = strait_key(props, IO, IoSetting::default(), parse_io)?;
         let (shutdown_timeout_ms, shutdown_setting) = strait_key(
             props,
             SHUTDOWN_TIMEOUT,
@@ -293,17 +308,25 @@ impl Mm2Config {
             );
         }
         scopes.ignore_unused_roles(&flows);
-        let cluster_configs = clusters.iter().map(|a| scopes.client(a, None)).collect();
+        let mut cluster_configs: Vec<ClusterClientConfig> = clusters.iter().map(|a| scopes.client(a, None)).collect();
+        let every_cluster = cluster_configs
+            .iter_mut()
+            .chain(flows.iter_mut().flat_map(|f| [&mut f.source, &mut f.target]));
+        for cluster in every_cluster {
+            cluster.io = io;
+        }
         Ok(Mm2Config {
             http_listener,
             buffer_memory,
             fetchers_per_broker,
             producers_per_broker,
+            io,
             shutdown_timeout_ms,
             process_settings: vec![
                 buffer_memory_setting,
                 fetchers_setting,
                 producers_setting,
+                io_setting,
                 shutdown_setting,
             ],
             cluster_configs,
@@ -335,6 +358,11 @@ impl Mm2Config {
     /// Produce connections per target broker (`strait.producers.per.broker`, default 2, 1 to 16).
     pub fn producers_per_broker(&self) -> u16 {
         self.producers_per_broker
+    }
+
+    /// How broker connections move bytes (`strait.io`, default `auto`).
+    pub fn io(&self) -> IoSetting {
+        self.io
     }
 
     /// How long a stopping flow waits for the batches on the wire, and again for its last

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use crate::client::{ClientRole, ClusterClientConfig, Origin, Setting};
 use crate::data_path::{FETCH_KEYS, PRODUCE_KEYS};
 use crate::flow::FlowConfig;
-use crate::keys::{BUFFER_MEMORY, FETCHERS_PER_BROKER, PRODUCERS_PER_BROKER, SHUTDOWN_TIMEOUT};
+use crate::keys::{BUFFER_MEMORY, FETCHERS_PER_BROKER, IO, PRODUCERS_PER_BROKER, SHUTDOWN_TIMEOUT};
 use crate::mm2::Mm2Config;
 use crate::secret::is_secret;
 
@@ -178,7 +178,7 @@ fn flow_json(flow: &FlowConfig) -> Value {
 
 impl Mm2Config {
     /// The effective configuration as JSON: `clusters`, `http_listener`, `buffer_memory`,
-    /// `fetchers_per_broker` and `producers_per_broker` (`strait.*` keys), `shutdown_timeout_ms`
+    /// `fetchers_per_broker`, `producers_per_broker` and `io` (`strait.*` keys), `shutdown_timeout_ms`
     /// (`task.shutdown.graceful.timeout.ms`), `imported_from` (the connector configs or Strimzi
     /// resource read, or null), `flows` (each with `settings`, `source_fetch`
     /// and `target_produce` by Kafka key, and `clients`, the role views as given to the clients),
@@ -197,6 +197,7 @@ impl Mm2Config {
             "buffer_memory": process(BUFFER_MEMORY),
             "fetchers_per_broker": process(FETCHERS_PER_BROKER),
             "producers_per_broker": process(PRODUCERS_PER_BROKER),
+            "io": process(IO),
             "shutdown_timeout_ms": process(SHUTDOWN_TIMEOUT),
             "flows": self.flows.iter().map(flow_json).collect::<Vec<_>>(),
             "ignored": self.ignored.iter().map(|i| json!({

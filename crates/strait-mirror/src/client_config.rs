@@ -2,15 +2,16 @@
 
 use std::time::Duration;
 
-use strait_client::{ClientConfig, KafkaClient, Security};
-use strait_config::{ClientRole, ClusterClientConfig};
+use strait_client::{ClientConfig, IoPath, KafkaClient, Security};
+use strait_config::{ClientRole, ClusterClientConfig, IoSetting};
 
 use crate::MirrorError;
 
 /// The client configuration of `cluster` for `role`, as MM2 would give its Kafka client:
 /// `bootstrap.servers`, `security.protocol` and the `ssl.*`/`sasl.*` keys of that role's view
 /// (`<alias>.<role>.k` > `<alias>.k` > top-level `k`), and the role's `client.id` (default
-/// `strait-<alias>`), `request.timeout.ms` and `socket.connection.setup.timeout.ms`.
+/// `strait-<alias>`), `request.timeout.ms` and `socket.connection.setup.timeout.ms`; and the
+/// byte path `strait.io` gives its connections.
 ///
 /// The mirror shares one client per cluster across roles, so it asks for the role the client
 /// mostly plays: [`ClientRole::Consumer`] on a source, [`ClientRole::Producer`] on a target.
@@ -51,6 +52,12 @@ pub fn client_config(cluster: &ClusterClientConfig, role: ClientRole) -> Result<
     if let Some(timeout) = millis("socket.connection.setup.timeout.ms")? {
         config.connection.connect_timeout = timeout;
     }
+    let tls = config.connection.security.tls.is_some();
+    config.connection.io = match cluster.io {
+        IoSetting::Epoll => IoPath::Epoll,
+        IoSetting::IoUring => IoPath::io_uring(tls).map_err(fail)?,
+        IoSetting::Auto => IoPath::auto(tls),
+    };
     Ok(config)
 }
 

@@ -71,7 +71,7 @@ pub use data_path::OffsetReset;
 pub use error::{FencedProducer, MirrorError};
 pub use flow::{run_flow, transactional_id, FlowHandle, Process};
 pub use lag::{read_flow_report, read_lag, FlowReport};
-pub use metrics::PrometheusText;
+pub use metrics::{write_io_prometheus, PrometheusText};
 pub use offset_map::{OffsetMap, Translation};
 pub use offset_syncs::{OffsetMapping, OffsetSyncs};
 pub use progress::{connect_offset_key, ProgressStore};

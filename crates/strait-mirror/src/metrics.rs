@@ -3,6 +3,38 @@
 
 use std::fmt::Write;
 
+/// Appends the io_uring byte path's counts (`strait.io`), once the process has set its ring up.
+pub fn write_io_prometheus(out: &mut PrometheusText) {
+    let Some(ring) = strait_client::Ring::started() else {
+        return;
+    };
+    let stats = ring.stats();
+    for (name, help, value) in [
+        (
+            "strait_io_zerocopy_sends_total",
+            "io_uring: requests sent zero-copy (IORING_OP_SENDMSG_ZC, sends of 8 KiB or more).",
+            stats.zerocopy_sends(),
+        ),
+        (
+            "strait_io_zerocopy_bytes_total",
+            "io_uring: bytes the zero-copy sends carried.",
+            stats.zerocopy_bytes(),
+        ),
+        (
+            "strait_io_zerocopy_notifications_total",
+            "io_uring: the kernel's notifications that it was done with a zero-copy send's buffers (only then are they released).",
+            stats.zerocopy_notifications(),
+        ),
+        (
+            "strait_io_zerocopy_copied_total",
+            "io_uring: notifications saying the kernel copied after all (a peer on the same host, or a device that cannot send from user pages).",
+            stats.zerocopy_copied(),
+        ),
+    ] {
+        out.counter(name, help, &[], value as f64);
+    }
+}
+
 /// Length of one sample of a [`Window`] (Kafka `Metrics` default `metrics.sample.window.ms`).
 const SAMPLE_MS: i64 = 30_000;
 

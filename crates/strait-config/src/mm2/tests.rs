@@ -835,6 +835,7 @@ fn render_text() {
              strait.buffer.memory = 268435456  (default)\n\
              strait.fetchers.per.broker = 1  (default)\n\
              strait.producers.per.broker = 2  (default)\n\
+             strait.io = auto  (default)\n\
              task.shutdown.graceful.timeout.ms = 5000  (default)\n\
              \nflow A->B (enabled, emits heartbeats)\n"
         ),
@@ -919,6 +920,25 @@ fn strait_process_keys() {
     assert_eq!(config.buffer_memory(), 268_435_456);
     assert_eq!(config.fetchers_per_broker(), 1);
     assert_eq!(config.producers_per_broker(), 2);
+    assert_eq!(config.io(), IoSetting::Auto);
+    assert!(config.flows().iter().all(|f| f.source.io == IoSetting::Auto));
+    for (value, io) in [
+        ("epoll", IoSetting::Epoll),
+        (" io_uring ", IoSetting::IoUring),
+        ("auto", IoSetting::Auto),
+    ] {
+        let config = two(&format!("A->B.enabled = true\nstrait.io = {value}\n"));
+        assert_eq!(config.io(), io);
+        // Every cluster's connections take it, in the flows as in the cluster list.
+        let flow = config.flow("A", "B").unwrap();
+        assert_eq!((flow.source.io, flow.target.io), (io, io));
+        assert_eq!(config.to_json()["io"]["value"], io.as_str());
+    }
+    assert_eq!(
+        error(&format!("{TWO}strait.io = uring\n")),
+        "line 4: invalid value `uring` for `strait.io`: expected epoll, io_uring or auto (the default: io_uring where \
+         the kernel allows it and the benchmark chose it, else epoll)"
+    );
     let config =
         two("strait.buffer.memory = 1048576\nstrait.fetchers.per.broker = 16\nstrait.producers.per.broker = 1\n");
     assert_eq!(config.buffer_memory(), 1_048_576);

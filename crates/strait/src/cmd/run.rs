@@ -43,6 +43,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             format!(" whose target is in {:?}", args.clusters)
         }
     );
+    // Refused now rather than by each flow as it connects: the kernel's answer is the process's.
+    if config.io() == strait_config::IoSetting::IoUring {
+        strait_client::IoPath::io_uring(false)?;
+    }
     let listener = match args.http.as_deref().or(config.http_listener()) {
         Some(address) => Some(
             tokio::net::TcpListener::bind(address)

@@ -58,6 +58,7 @@ pub async fn serve(listener: TcpListener, flows: Arc<Vec<Arc<Stats>>>, budget: A
 async fn metrics(State(site): State<Site>) -> impl IntoResponse {
     let mut text = PrometheusText::default();
     site.budget.write_prometheus(&mut text);
+    strait_mirror::write_io_prometheus(&mut text);
     for flow in site.flows.iter() {
         flow.write_prometheus(&mut text);
     }
