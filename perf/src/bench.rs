@@ -475,7 +475,7 @@ impl Bench {
                 }
             };
             runs.push(run);
-            clear_topics(&self.target.client).await?;
+            self.clear_run(source).await?;
         }
         clear_topics(&source.client).await?;
         Ok(CaseResult {
@@ -607,8 +607,9 @@ impl Bench {
         Ok(())
     }
 
-    /// The same `mm2.properties` for both mirrors (source alias = the mirror's alias), with MM2's
-    /// usual throughput settings for its Connect producer and consumer.
+    /// The same `mm2.properties` for every mirror (source alias = the mirror's alias), with MM2's
+    /// usual throughput settings for its Connect producer and consumer, and for Strait its
+    /// `strait.io`.
     pub(crate) fn write_config(
         &self,
         tag: &str,
@@ -627,6 +628,8 @@ impl Bench {
         } else {
             ""
         };
+        // Written for epoll too, so that the A/B compares the two paths whatever the default.
+        let io = mirror.io().map(|io| format!("strait.io = {io}\n")).unwrap_or_default();
         let path = self.scratch.path().join(format!("{tag}.properties"));
         let text = format!(
             "clusters = {alias}, target\n\
@@ -648,17 +651,27 @@ impl Bench {
              {alias}.consumer.max.partition.fetch.bytes = 8388608\n\
              {alias}.consumer.fetch.max.bytes = 52428800\n\
              {alias}.consumer.max.poll.records = 10000\n\
-             offset.flush.interval.ms = 10000\n",
+             offset.flush.interval.ms = 10000\n\
+             {io}",
             target = self.target.bootstrap,
         );
         std::fs::write(&path, text)?;
         Ok(path)
     }
 
+    /// Makes the next mirror run a fresh deployment: deletes every topic on the target except
+    /// Kafka's own, and the mirrors' internal topics (`….internal`) on `source`. The offset-syncs
+    /// topic lives there, named after the target alias, which every mirror shares: a Strait
+    /// reads it whole at start, so the next run would begin with the previous run's syncs.
+    pub(crate) async fn clear_run(&self, source: &Side) -> anyhow::Result<()> {
+        clear_topics(&self.target.client).await?;
+        delete_topics_where(&source.client, |t| t.ends_with(".internal")).await
+    }
+
     /// Starts a mirror under a guard (it dies with us), its output in `log`.
     pub(crate) fn spawn(&self, mirror: Mirror, config: &Path, log: &Path) -> anyhow::Result<Guarded> {
         let mut command = match mirror {
-            Mirror::Strait => {
+            Mirror::Strait | Mirror::StraitUring => {
                 let mut command = Command::new(&self.strait);
                 command.arg("run");
                 command
@@ -815,7 +828,7 @@ impl Bench {
                 }
             }
             rows.extend(done);
-            clear_topics(&self.target.client).await?;
+            self.clear_run(&self.source).await?;
         }
         clear_topics(&self.source.client).await?;
         Ok(rows)
@@ -1006,12 +1019,18 @@ pub(crate) fn regex_for(topics: &[String]) -> String {
 /// topics, so that each run starts as a fresh deployment and the broker carries no partitions of
 /// earlier runs.
 pub(crate) async fn clear_topics(client: &KafkaClient) -> anyhow::Result<()> {
+    delete_topics_where(client, |t| !t.starts_with("__")).await
+}
+
+/// Deletes the topics of `client`'s cluster that `doomed` picks, and waits until the metadata
+/// no longer lists them.
+async fn delete_topics_where(client: &KafkaClient, doomed: impl Fn(&str) -> bool) -> anyhow::Result<()> {
     let topics: Vec<String> = client
         .metadata(None)
         .await?
         .topics
         .into_keys()
-        .filter(|t| !t.starts_with("__"))
+        .filter(|t| doomed(t))
         .collect();
     kafka::delete_topics(client, &topics).await?;
     // Until the metadata no longer lists them (deletion is asynchronous on the brokers).

@@ -130,7 +130,7 @@ impl Bench {
             let run = self
                 .checked_run(mirror, &config, &log, &load, &remotes, source, None, &ports, &mut tally)
                 .await;
-            clear_topics(&self.target.client).await?;
+            self.clear_run(source).await?;
             let (markers, aborted) = tally.passed_over();
             let run = match run {
                 Ok(run) => {
@@ -168,7 +168,7 @@ impl Bench {
                     LatencyRow::failed(rate, mirror, error)
                 }
             };
-            clear_topics(&self.target.client).await?;
+            self.clear_run(source).await?;
             rows.push(ExactlyOnceRow {
                 variant,
                 run,

@@ -11,6 +11,9 @@
 //! Chromium at `--topics` × `--partitions`), and `exactly-once` (Strait at least once and in
 //! exactly-once mode against MM2 in its exactly-once mode, throughput and latency at
 //! `read_committed`). See `perf/README.md`.
+//!
+//! `--mirrors strait,strait-uring` is an A/B of Strait's two I/O paths instead: the same binary
+//! and properties with `strait.io = epoll` and `strait.io = io_uring`, with io_uring/epoll ratios.
 
 mod bench;
 mod exactly_once;
@@ -56,8 +59,10 @@ pub enum Case {
 /// A mirror under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mirror {
-    /// `strait run mm2.properties`.
+    /// `strait run mm2.properties` with `strait.io = epoll`.
     Strait,
+    /// The same with `strait.io = io_uring`: the other half of the A/B of Strait's I/O paths.
+    StraitUring,
     /// MirrorMaker 2 in dedicated mode.
     Mm2,
 }
@@ -67,6 +72,7 @@ impl Mirror {
     pub fn alias(self) -> &'static str {
         match self {
             Mirror::Strait => "strait",
+            Mirror::StraitUring => "strait-uring",
             Mirror::Mm2 => "mm2",
         }
     }
@@ -75,7 +81,17 @@ impl Mirror {
     pub fn name(self) -> &'static str {
         match self {
             Mirror::Strait => "Strait",
+            Mirror::StraitUring => "Strait io_uring",
             Mirror::Mm2 => "MM2",
+        }
+    }
+
+    /// The `strait.io` it runs with; `None` for MM2.
+    pub fn io(self) -> Option<&'static str> {
+        match self {
+            Mirror::Strait => Some("epoll"),
+            Mirror::StraitUring => Some("io_uring"),
+            Mirror::Mm2 => None,
         }
     }
 }
@@ -93,7 +109,8 @@ pub struct Args {
         default_value = "catch-up,wide,latency,wan,small-batches"
     )]
     pub cases: Vec<Case>,
-    /// Mirrors to run (comma-separated); ratios need both.
+    /// Mirrors to run (comma-separated), in this order. Strait/MM2 ratios need `strait` and
+    /// `mm2`; the io_uring/epoll A/B needs `strait` and `strait-uring`.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "strait,mm2")]
     pub mirrors: Vec<Mirror>,
     /// Brokers per cluster (source and target alike; the WAN source always has one).

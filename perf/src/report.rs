@@ -39,9 +39,9 @@ fn per_gib(run: &Run, case: &CaseResult) -> f64 {
     run.cpu_s / (case.source.bytes as f64 / GIB)
 }
 
-/// Strait's value over MM2's for a rate (higher is better): `2.1x`.
-fn ratio(strait: f64, mm2: f64) -> String {
-    format!("{:.2}x", strait / mm2.max(1e-9))
+/// `a` over `b`: `2.10x`.
+fn ratio(a: f64, b: f64) -> String {
+    format!("{:.2}x", a / b.max(1e-9))
 }
 
 /// `4.0x faster` or `1.5x slower`, from the two durations.
@@ -149,6 +149,7 @@ pub fn markdown(args: &Args, results: &Results) -> String {
                 case.source.bytes as f64 / case.source.batches.max(1) as f64,
             );
         }
+        io_paths(&mut out, &results.cases);
     }
     if let Some(ids) = &results.producer_ids {
         let _ = writeln!(
@@ -240,6 +241,61 @@ pub fn markdown(args: &Args, results: &Results) -> String {
         }
     }
     out
+}
+
+/// The A/B of Strait's I/O paths, only when `strait` and `strait-uring` both ran: per case, the
+/// epoll run, the io_uring run and io_uring's values over epoll's.
+fn io_paths(out: &mut String, cases: &[CaseResult]) {
+    let pairs: Vec<(&CaseResult, &Run, &Run)> = cases
+        .iter()
+        .filter_map(|case| {
+            let epoll = find(&case.runs, Mirror::Strait)?;
+            Some((case, epoll, find(&case.runs, Mirror::StraitUring)?))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nStrait's I/O paths: the same binary and properties with `strait.io = epoll` and \
+         `strait.io = io_uring`, one after the other on the same data. **io_uring/epoll** is \
+         io_uring's value over epoll's: above 1 is faster for records/s, below 1 is cheaper for \
+         CPU and memory.\n"
+    );
+    let _ = writeln!(out, "| case | strait.io | records/s | CPU s per GiB | peak RSS MiB |");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|");
+    for (case, epoll, uring) in pairs {
+        for run in [epoll, uring] {
+            let io = run.mirror.io().unwrap_or_default();
+            match &run.failed {
+                Some(reason) => {
+                    let _ = writeln!(out, "| {} | {io} | **failed**: {} | | |", case.name, short(reason));
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {io} | {:.0} | {:.1} | {:.0} |",
+                        case.name,
+                        case.source.records as f64 / run.copy_s,
+                        per_gib(run, case),
+                        run.rss_mib,
+                    );
+                }
+            }
+        }
+        if epoll.failed.is_none() && uring.failed.is_none() {
+            let _ = writeln!(
+                out,
+                "| {} | **io_uring/epoll** | **{}** | **{}** | **{}** |",
+                case.name,
+                // Records/s over the same records: the inverse of the copy times.
+                ratio(epoll.copy_s, uring.copy_s),
+                ratio(per_gib(uring, case), per_gib(epoll, case)),
+                ratio(uring.rss_mib, epoll.rss_mib),
+            );
+        }
+    }
 }
 
 /// The `exactly-once` table: a row per variant, then the cost of exactly-once for Strait and
