@@ -261,13 +261,25 @@ impl Bench {
         self.mirror_case(spec).await
     }
 
-    /// `wide` and `wide-10k`: `topics` × `partitions`, 512 B lz4 records spread evenly.
-    pub async fn wide(&mut self, topics: u32, partitions: i32, records: u64) -> anyhow::Result<CaseResult> {
-        let prefix = format!("wide{topics}x{partitions}");
+    /// `wide` and `wide-10k`: `topics` × `partitions`, 512 B records spread evenly. The case is
+    /// named after its codec unless that is lz4, the default.
+    pub async fn wide(
+        &mut self,
+        topics: u32,
+        partitions: i32,
+        records: u64,
+        codec: &str,
+    ) -> anyhow::Result<CaseResult> {
+        let named = if codec == "lz4" {
+            String::new()
+        } else {
+            format!(" {codec}")
+        };
+        let prefix = format!("wide{topics}x{partitions}{}", named.replace(' ', "-"));
         let spec = Spec {
-            name: format!("wide {topics}×{partitions}"),
+            name: format!("wide {topics}×{partitions}{named}"),
             description: format!(
-                "{records} records of 512 B, lz4, {topics} topics × {partitions} partitions = {} partitions",
+                "{records} records of 512 B, {codec}, {topics} topics × {partitions} partitions = {} partitions",
                 i64::from(topics) * i64::from(partitions)
             ),
             load: Load {
@@ -276,7 +288,7 @@ impl Bench {
                 partitions,
                 records,
                 record_size: 512,
-                codec: "lz4".into(),
+                codec: codec.into(),
                 batch_size: 65536,
                 linger_ms: 10,
             },

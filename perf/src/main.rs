@@ -131,9 +131,12 @@ pub struct Args {
     /// wide: partitions per topic.
     #[arg(long, default_value_t = 200)]
     pub partitions: i32,
-    /// wide: records in all (512 B, lz4).
+    /// wide: records in all (512 B).
     #[arg(long, default_value_t = 400_000)]
     pub wide_records: u64,
+    /// wide: codecs, one run each (none, gzip, snappy, lz4, zstd).
+    #[arg(long, default_value = "lz4", value_delimiter = ',')]
+    pub wide_codecs: Vec<String>,
     /// latency: records per second of the steady streams (comma-separated).
     #[arg(long, default_value = "200,500,1000", value_delimiter = ',')]
     pub rates: Vec<u64>,
@@ -204,9 +207,13 @@ async fn main() -> anyhow::Result<()> {
                 }
                 Case::Wide => {
                     let (topics, partitions, records) = (args.topics, args.partitions, args.wide_records);
-                    results.cases.push(bench.wide(topics, partitions, records).await?);
+                    for codec in &args.wide_codecs {
+                        results
+                            .cases
+                            .push(bench.wide(topics, partitions, records, codec).await?);
+                    }
                 }
-                Case::Wide10k => results.cases.push(bench.wide(20, 500, 200_000).await?),
+                Case::Wide10k => results.cases.push(bench.wide(20, 500, 200_000, "lz4").await?),
                 Case::Latency => results.latency = bench.latency().await?,
                 Case::Wan => results.cases.push(bench.wan().await?),
                 Case::Long => results.cases.push(bench.long().await?),

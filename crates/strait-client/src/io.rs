@@ -72,7 +72,14 @@ impl IoPath {
                 IoPath::Epoll
             }
             Err(why) => {
-                SAID.call_once(|| tracing::warn!(%why, "strait.io = auto: io_uring is not available; using epoll"));
+                // A warning only where io_uring would have been used.
+                SAID.call_once(|| {
+                    if AUTO_USES_IO_URING && !tls {
+                        tracing::warn!(%why, "strait.io = auto: io_uring is not available; using epoll")
+                    } else {
+                        tracing::info!(%why, "strait.io = auto: io_uring is not available; using epoll")
+                    }
+                });
                 IoPath::Epoll
             }
         }
@@ -83,7 +90,10 @@ impl IoPath {
 /// may keep one while the kernel writes into it.
 pub(crate) trait FrameRead: Send {
     /// Reads into the spare room of `buf`; `Ok(0)` is the end of the stream.
-    fn read_buf<B: BufMut + Send + 'static>(&mut self, buf: B) -> impl Future<Output = (B, io::Result<usize>)> + Send;
+    fn read_buf<B: BufMut + Default + Send + 'static>(
+        &mut self,
+        buf: B,
+    ) -> impl Future<Output = (B, io::Result<usize>)> + Send;
 }
 
 /// The sending half of a connection's socket.
@@ -101,7 +111,7 @@ pub(crate) struct EpollRead<R>(pub R);
 pub(crate) struct EpollWrite<W>(pub W);
 
 impl<R: AsyncRead + Unpin + Send> FrameRead for EpollRead<R> {
-    async fn read_buf<B: BufMut + Send + 'static>(&mut self, mut buf: B) -> (B, io::Result<usize>) {
+    async fn read_buf<B: BufMut + Default + Send + 'static>(&mut self, mut buf: B) -> (B, io::Result<usize>) {
         let result = self.0.read_buf(&mut buf).await;
         (buf, result)
     }
@@ -120,7 +130,10 @@ impl<W: AsyncWrite + Unpin + Send> FrameWrite for EpollWrite<W> {
 }
 
 impl FrameRead for strait_uring::RingReader {
-    fn read_buf<B: BufMut + Send + 'static>(&mut self, buf: B) -> impl Future<Output = (B, io::Result<usize>)> + Send {
+    fn read_buf<B: BufMut + Default + Send + 'static>(
+        &mut self,
+        buf: B,
+    ) -> impl Future<Output = (B, io::Result<usize>)> + Send {
         strait_uring::RingReader::read_buf(self, buf)
     }
 }

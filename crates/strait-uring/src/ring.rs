@@ -128,7 +128,7 @@ impl Ring {
     /// Receives into the spare room of `buf` and advances it by what arrived (0 at the end of
     /// the stream). `buf` stays with the ring until the receive completes, even if this future
     /// is dropped.
-    pub(crate) async fn recv<B: BufMut + Send + 'static>(
+    pub(crate) async fn recv<B: BufMut + Default + Send + 'static>(
         &self,
         socket: &Arc<TcpStream>,
         buf: B,
@@ -140,7 +140,7 @@ impl Ring {
             done,
         });
         let Ok((buf, result)) = completed.await else {
-            unreachable!("the ring thread never ends and answers every operation")
+            return (B::default(), Err(thread_gone()));
         };
         let mut buf = *buf
             .into_any()
@@ -163,9 +163,7 @@ impl Ring {
             parts,
             done,
         });
-        completed
-            .await
-            .unwrap_or_else(|_| unreachable!("the ring thread never ends and answers every operation"))
+        completed.await.unwrap_or_else(|_| Err(thread_gone()))
     }
 
     fn submit(&self, submission: Submission) {
@@ -176,6 +174,12 @@ impl Ring {
             let _ = (&self.driver.wake).write(&1u64.to_ne_bytes());
         }
     }
+}
+
+/// The ring's thread answers every operation for the life of the process; only a bug that
+/// ends it makes this error.
+fn thread_gone() -> io::Error {
+    io::Error::other("the io_uring thread stopped")
 }
 
 struct Driver {

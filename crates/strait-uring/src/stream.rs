@@ -48,7 +48,7 @@ impl RingReader {
     /// Receives into the spare room of `buf` (which must have some) and advances it; `Ok(0)` is
     /// the end of the stream. The buffer is handed back whatever happens; if this future is
     /// dropped, the ring keeps it until the kernel is done with it.
-    pub async fn read_buf<B: BufMut + Send + 'static>(&mut self, buf: B) -> (B, io::Result<usize>) {
+    pub async fn read_buf<B: BufMut + Default + Send + 'static>(&mut self, buf: B) -> (B, io::Result<usize>) {
         self.ring.recv(&self.socket, buf).await
     }
 }
