@@ -35,6 +35,9 @@ const FRAME_GROWTH: usize = 64 * 1024 * 1024;
 /// batches are handed on without copying and may live until the target acknowledges them, so
 /// they must not keep a larger buffer alive.
 const OWN_ALLOCATION: usize = 16 * 1024;
+/// How long a closing connection waits to say goodbye (TLS close_notify) before it drops the
+/// socket.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
 /// Requests queued for the writer before senders wait.
 const QUEUE: usize = 64;
 
@@ -668,7 +671,13 @@ async fn write_loop(
             // Poisoned: nothing more goes out on this socket, and nothing it says is awaited.
             _ = closing.notified() => break,
         };
-        if let Err(source) = socket.write_all(frame).await {
+        let written = tokio::select! {
+            written = socket.write_all(frame) => written,
+            // Poisoned while writing (a peer that stopped reading leaves no room): stop waiting.
+            // The ring keeps the bytes of an unfinished send until the shutdown below fails it.
+            _ = closing.notified() => break,
+        };
+        if let Err(source) = written {
             if let Some(shared) = shared.upgrade() {
                 let broker = shared.broker.clone();
                 shared.poison(Error::Io {
@@ -681,7 +690,9 @@ async fn write_loop(
     }
     // Every handle is gone, or the connection failed: nobody waits for responses any more.
     reader.abort();
-    socket.shutdown().await;
+    // TLS says goodbye (close_notify), which waits for room on a stalled socket: bounded, as
+    // the socket closes anyway once this task ends.
+    let _ = tokio::time::timeout(SHUTDOWN_WAIT, socket.shutdown()).await;
 }
 
 pub(crate) async fn write_all_vectored<W: AsyncWrite + Unpin>(
@@ -902,5 +913,66 @@ mod tests {
         let oversize = (MAX_FRAME as i32 + 1).to_be_bytes();
         let result = read_frame(&mut EpollRead(&oversize[..]), &mut BytesMut::new()).await;
         assert!(matches!(result, Err(FrameError::Size(size)) if size == MAX_FRAME as i64 + 1));
+    }
+
+    /// A broker that answers ApiVersions, then stops reading until told; then it reads to the
+    /// end of the stream and says how many bytes it got.
+    fn stalling_broker() -> (String, std::sync::mpsc::Sender<()>, std::thread::JoinHandle<usize>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let (resume, resumed) = std::sync::mpsc::channel();
+        let broker = std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            let mut size = [0; 4];
+            socket.read_exact(&mut size).unwrap();
+            let mut request = vec![0; i32::from_be_bytes(size) as usize];
+            socket.read_exact(&mut request).unwrap();
+            let mut body = BytesMut::new();
+            ApiVersionsResponse::default().encode(&mut body, 3).unwrap();
+            let frame_size = (4 + body.len()) as i32;
+            socket.write_all(&frame_size.to_be_bytes()).unwrap();
+            socket.write_all(&request[4..8]).unwrap(); // The correlation id.
+            socket.write_all(&body).unwrap();
+            resumed.recv().unwrap();
+            let mut received = Vec::new();
+            let _ = socket.read_to_end(&mut received);
+            received.len()
+        });
+        (address, resume, broker)
+    }
+
+    /// A connection poisoned while its writer waits for room (the broker stopped reading) stops
+    /// writing and closes: the broker sees the end without the rest of the request.
+    async fn a_writer_waiting_for_room_stops_when_the_connection_fails(io: IoPath) {
+        let (address, resume, broker) = stalling_broker();
+        let config = ConnectionConfig {
+            request_timeout: Duration::from_millis(300),
+            io,
+            ..ConnectionConfig::default()
+        };
+        let connection = BrokerConnection::connect(&address, config).await.unwrap();
+        const REQUEST: usize = 64 * 1024 * 1024;
+        let request = connection.round_trip(ApiKey::Produce, 3, vec![Bytes::from(vec![0; REQUEST])]);
+        assert!(matches!(request.await, Err(Error::Timeout { .. })));
+        resume.send(()).unwrap();
+        let received = tokio::task::spawn_blocking(move || broker.join().unwrap())
+            .await
+            .unwrap();
+        assert!(
+            received < REQUEST,
+            "the broker got the whole request ({received} bytes) after the connection failed"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_writer_waiting_for_room_stops_when_the_connection_fails_on_epoll() {
+        a_writer_waiting_for_room_stops_when_the_connection_fails(IoPath::Epoll).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_writer_waiting_for_room_stops_when_the_connection_fails_on_io_uring() {
+        let ring = strait_uring::Ring::get().expect("this machine kind allows io_uring");
+        a_writer_waiting_for_room_stops_when_the_connection_fails(IoPath::IoUring(ring)).await;
     }
 }
