@@ -399,6 +399,15 @@ impl BrokerConnection {
         self.exchange(request, version).await
     }
 
+    /// Sends `request` at the negotiated version and waits at most `timeout` for its answer
+    /// (see [`PendingResponse::response_within`]).
+    pub async fn send_within<R: Request>(&self, request: &R, timeout: Duration) -> Result<R::Response> {
+        let api = api_key(R::KEY);
+        let version = self.version(api)?;
+        let pending = self.submit(api, version, vec![encode(request, version)?]).await?;
+        decode_response::<R::Response>(api, version, pending.response_within(timeout).await?)
+    }
+
     /// Sends `request` at a given `version` and decodes the response.
     pub async fn send_version<R: Request>(&self, request: &R, version: i16) -> Result<R::Response> {
         Ok(self.exchange(request, version).await?.0)
@@ -540,8 +549,14 @@ pub struct PendingResponse {
 impl PendingResponse {
     /// Waits (at most `request.timeout.ms`) for the response frame: header and body.
     pub async fn response(self) -> Result<Bytes> {
+        let timeout = self.connection.shared.config.request_timeout;
+        self.response_within(timeout).await
+    }
+
+    /// Waits at most `timeout` for the response frame: for requests that the broker holds on
+    /// purpose for longer than `request.timeout.ms` (a JoinGroup waits for the rebalance).
+    pub async fn response_within(self, timeout: Duration) -> Result<Bytes> {
         let shared = &self.connection.shared;
-        let timeout = shared.config.request_timeout;
         match tokio::time::timeout(timeout, self.response).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(self.connection.closed_error("the response was lost")),

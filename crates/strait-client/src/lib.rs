@@ -12,6 +12,8 @@
 //! - `client`: [`KafkaClient`], bootstrap, metadata and a shared connection per broker, plus the
 //!   requests the mirror and its tools need (topics, offsets, producer ids; `configs`, `acls`,
 //!   `groups` for the admin requests).
+//! - `membership`: [`GroupMembership`], a member's side of Kafka's classic group protocol
+//!   (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) on a connection of its own to the coordinator.
 //! - `fetch`: the Fetch request built and its answer unwrapped, with KIP-227 fetch sessions
 //!   ([`FetchSession`]); no I/O.
 //! - `produce`: the Produce request encoded by hand ([`encode_produce_request`]) so that record
@@ -39,6 +41,7 @@ mod groups;
 mod io;
 mod jaas;
 mod keystore;
+mod membership;
 mod oauth;
 mod pem;
 mod produce;
@@ -62,6 +65,7 @@ pub use fetch::{FetchKind, FetchParams, FetchPosition, FetchSession, FetchedPart
 pub use groups::{CommittedOffset, GroupDescription, GroupMember, ListedGroup};
 pub use io::{IoPath, AUTO_USES_IO_URING};
 pub use kafka_protocol;
+pub use membership::{Generation, GroupMembership, JoinedMember, MemberConfig};
 pub use oauth::OAuthBearer;
 pub use produce::{
     encode_produce_request, is_sequence_error, is_too_large, produced_partitions, submit_produce, PartitionRecords,

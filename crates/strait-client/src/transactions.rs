@@ -29,6 +29,12 @@ pub const TRANSACTION_VERSION_FEATURE: &str = "transaction.version";
 impl KafkaClient {
     /// The connection to the coordinator of `key` of `key_type` (0: group, 1: transaction).
     pub(crate) async fn coordinator(&self, key_type: i8, key: &str) -> Result<BrokerConnection> {
+        let node = self.coordinator_node(key_type, key).await?;
+        self.connection(node).await
+    }
+
+    /// The broker that coordinates `key` of `key_type` (FindCoordinator).
+    pub(crate) async fn coordinator_node(&self, key_type: i8, key: &str) -> Result<i32> {
         let connection = self.any_connection().await?;
         // v4+ asks for a list of keys; older versions for one.
         let request = if connection.version(ApiKey::FindCoordinator)? >= 4 {
@@ -49,7 +55,7 @@ impl KafkaClient {
                 response.node_id.0
             }
         };
-        self.connection(node).await
+        Ok(node)
     }
 
     /// The cluster's transaction protocol version (`transaction.version`: 0, 1 or 2), as a
