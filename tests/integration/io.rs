@@ -76,6 +76,15 @@ async fn large_produce_requests_go_out_zero_copy_and_metrics_count_them() {
     .await;
     let text = scrape(port).await;
     let (sends, bytes, notifications, copied) = counts(&text);
+    // Every broker connection is on the ring: admin, fetch and produce, on both clusters.
+    let on_ring = metric(&text, "strait_io_uring_connections", &[]).unwrap_or(0.0);
+    let (_, status) = http_get(port, "/status").await.expect("/status answers");
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let on_ring_in_status = status["io"]["io_uring_connections"].as_f64().unwrap_or(0.0);
+    assert!(
+        on_ring >= 4.0 && on_ring_in_status >= 4.0,
+        "{on_ring} connections on io_uring in /metrics, {on_ring_in_status} in /status"
+    );
     assert!(mirror.terminate(), "strait run stops cleanly");
     let _ = std::fs::remove_file(&config);
     let data = (records * 1024) as f64;

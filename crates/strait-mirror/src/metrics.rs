@@ -9,6 +9,12 @@ pub fn write_io_prometheus(out: &mut PrometheusText) {
         return;
     };
     let stats = ring.stats();
+    out.gauge(
+        "strait_io_uring_connections",
+        "Broker connections whose bytes go through io_uring now (strait.io).",
+        &[],
+        stats.sockets() as f64,
+    );
     for (name, help, value) in [
         (
             "strait_io_zerocopy_sends_total",

@@ -58,6 +58,8 @@ impl std::error::Error for Unavailable {}
 /// Counts of the ring's zero-copy sends, for `/metrics`.
 #[derive(Debug, Default)]
 pub struct RingStats {
+    /// Sockets on the ring now (split and not yet shut down).
+    pub(crate) sockets: std::sync::atomic::AtomicI64,
     zerocopy_sends: AtomicU64,
     zerocopy_bytes: AtomicU64,
     zerocopy_notifications: AtomicU64,
@@ -65,6 +67,11 @@ pub struct RingStats {
 }
 
 impl RingStats {
+    /// Connections whose bytes go through the ring now.
+    pub fn sockets(&self) -> i64 {
+        self.sockets.load(Ordering::Relaxed)
+    }
+
     /// Sends submitted zero-copy (`IORING_OP_SENDMSG_ZC`).
     pub fn zerocopy_sends(&self) -> u64 {
         self.zerocopy_sends.load(Ordering::Relaxed)

@@ -15,7 +15,8 @@ pub fn split(ring: Ring, socket: TcpStream) -> io::Result<(RingReader, RingWrite
     // The ring waits for readiness itself; a non-blocking socket would only add failed tries.
     socket.set_nonblocking(false)?;
     let socket = Arc::new(socket);
-    let guard = Arc::new(ShutdownOnDrop(socket.clone()));
+    ring.stats().sockets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let guard = Arc::new(ShutdownOnDrop(socket.clone(), ring.clone()));
     let reader = RingReader {
         ring: ring.clone(),
         socket: socket.clone(),
@@ -29,11 +30,16 @@ pub fn split(ring: Ring, socket: TcpStream) -> io::Result<(RingReader, RingWrite
     Ok((reader, writer))
 }
 
-struct ShutdownOnDrop(Arc<TcpStream>);
+/// Shuts the socket down once its reader and writer are gone, and stops counting it.
+struct ShutdownOnDrop(Arc<TcpStream>, Ring);
 
 impl Drop for ShutdownOnDrop {
     fn drop(&mut self) {
         let _ = self.0.shutdown(Shutdown::Both);
+        self.1
+            .stats()
+            .sockets
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -126,6 +132,7 @@ mod tests {
             }
         });
         let sends_before = ring.stats().zerocopy_sends();
+        assert!(ring.stats().sockets() >= 1, "the socket is counted");
         // Many small parts (more than one sendmsg takes) and a large one.
         let mut parts: Vec<Bytes> = (0..3000u32).map(|i| Bytes::from(i.to_be_bytes().to_vec())).collect();
         parts.push(Bytes::from(

@@ -75,7 +75,11 @@ async fn status(State(site): State<Site>) -> impl IntoResponse {
         "max_bytes": site.budget.high_water(),
         "limit_bytes": site.budget.limit(),
     });
-    let body = serde_json::json!({ "flows": flows, "buffer": buffer });
+    // Which byte path the connections take (`strait.io`): how many are on io_uring now.
+    let io = serde_json::json!({
+        "io_uring_connections": strait_client::Ring::started().map_or(0, |ring| ring.stats().sockets()),
+    });
+    let body = serde_json::json!({ "flows": flows, "buffer": buffer, "io": io });
     (
         [(header::CONTENT_TYPE, "application/json")],
         serde_json::to_string_pretty(&body).unwrap_or_default(),
