@@ -147,7 +147,7 @@ pub struct CaseResult {
     pub description: String,
     /// The source topics' contents.
     pub source: Contents,
-    /// One run per mirror.
+    /// One run per mirror and round, in the order they ran.
     pub runs: Vec<Run>,
 }
 
@@ -442,15 +442,28 @@ impl Bench {
         let ports = self.ports(source, proxy.map(|(p, _)| p));
         let regex = regex_for(&load.topics);
         let mut runs = Vec::new();
-        for &mirror in &self.args.mirrors {
+        let mut order = Vec::new();
+        for round in 0..self.args.rounds {
+            if round % 2 == 0 {
+                order.extend(self.args.mirrors.iter().map(|&m| (round, m)));
+            } else {
+                order.extend(self.args.mirrors.iter().rev().map(|&m| (round, m)));
+            }
+        }
+        for (round, mirror) in order {
             if let Some((proxy, delay)) = proxy {
                 proxy.set_latency(delay);
             }
             let remotes: Vec<String> = load.topics.iter().map(|t| format!("{}.{t}", mirror.alias())).collect();
             let tag = format!(
-                "{}-{}",
+                "{}-{}{}",
                 name.replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
-                mirror.alias()
+                mirror.alias(),
+                if round == 0 {
+                    String::new()
+                } else {
+                    format!("-{}", round + 1)
+                }
             );
             let config = self.write_config(&tag, mirror, &source.bootstrap, &regex, &load.codec, true)?;
             let log = self.scratch.path().join(format!("{tag}.log"));

@@ -113,6 +113,10 @@ pub struct Args {
     /// `mm2`; the io_uring/epoll A/B needs `strait` and `strait-uring`.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "strait,mm2")]
     pub mirrors: Vec<Mirror>,
+    /// Rounds of each case's mirrors, every second one in the reverse order: on this VM the
+    /// mirror that runs second tends to be faster, so an A/B needs both orders.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub rounds: u32,
     /// Brokers per cluster (source and target alike; the WAN source always has one).
     #[arg(long, default_value_t = 1)]
     pub brokers: u32,

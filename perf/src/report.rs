@@ -246,53 +246,87 @@ pub fn markdown(args: &Args, results: &Results) -> String {
 /// The A/B of Strait's I/O paths, only when `strait` and `strait-uring` both ran: per case, the
 /// epoll run, the io_uring run and io_uring's values over epoll's.
 fn io_paths(out: &mut String, cases: &[CaseResult]) {
-    let pairs: Vec<(&CaseResult, &Run, &Run)> = cases
+    // The k-th epoll run pairs with the k-th io_uring run: one round each.
+    let rounds: Vec<(&CaseResult, Vec<(&Run, &Run)>)> = cases
         .iter()
-        .filter_map(|case| {
-            let epoll = find(&case.runs, Mirror::Strait)?;
-            Some((case, epoll, find(&case.runs, Mirror::StraitUring)?))
+        .map(|case| {
+            let of = |mirror| case.runs.iter().filter(move |r: &&Run| r.mirror == mirror);
+            (
+                case,
+                of(Mirror::Strait).zip(of(Mirror::StraitUring)).collect::<Vec<_>>(),
+            )
         })
+        .filter(|(_, pairs)| !pairs.is_empty())
         .collect();
-    if pairs.is_empty() {
+    if rounds.is_empty() {
         return;
     }
     let _ = writeln!(
         out,
         "\nStrait's I/O paths: the same binary and properties with `strait.io = epoll` and \
-         `strait.io = io_uring`, one after the other on the same data. **io_uring/epoll** is \
-         io_uring's value over epoll's: above 1 is faster for records/s, below 1 is cheaper for \
-         CPU and memory.\n"
+         `strait.io = io_uring`, one after the other on the same data (with `--rounds`, every second \
+         round in the reverse order). **io_uring/epoll** is io_uring's value over epoll's: above 1 is \
+         faster for records/s, below 1 is cheaper for CPU and memory; with several rounds, the last \
+         row of a case is the geometric mean of its rounds' ratios.\n"
     );
     let _ = writeln!(out, "| case | strait.io | records/s | CPU s per GiB | peak RSS MiB |");
     let _ = writeln!(out, "|---|---|---:|---:|---:|");
-    for (case, epoll, uring) in pairs {
-        for run in [epoll, uring] {
-            let io = run.mirror.io().unwrap_or_default();
-            match &run.failed {
-                Some(reason) => {
-                    let _ = writeln!(out, "| {} | {io} | **failed**: {} | | |", case.name, short(reason));
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "| {} | {io} | {:.0} | {:.1} | {:.0} |",
-                        case.name,
-                        case.source.records as f64 / run.copy_s,
-                        per_gib(run, case),
-                        run.rss_mib,
-                    );
+    for (case, pairs) in rounds {
+        // Records/s over the same records: the inverse of the copy times.
+        let ratios = |epoll: &Run, uring: &Run| {
+            [
+                epoll.copy_s / uring.copy_s.max(1e-9),
+                per_gib(uring, case) / per_gib(epoll, case).max(1e-9),
+                uring.rss_mib / epoll.rss_mib.max(1e-9),
+            ]
+        };
+        let mut product = [1.0; 3];
+        let mut measured = 0;
+        for (k, &(epoll, uring)) in pairs.iter().enumerate() {
+            let name = if pairs.len() == 1 {
+                case.name.clone()
+            } else {
+                let epoll_first = case.runs.iter().position(|r| std::ptr::eq(r, epoll))
+                    < case.runs.iter().position(|r| std::ptr::eq(r, uring));
+                let first = if epoll_first { "epoll" } else { "io_uring" };
+                format!("{} (round {}, {first} first)", case.name, k + 1)
+            };
+            for run in [epoll, uring] {
+                let io = run.mirror.io().unwrap_or_default();
+                match &run.failed {
+                    Some(reason) => {
+                        let _ = writeln!(out, "| {name} | {io} | **failed**: {} | | |", short(reason));
+                    }
+                    None => {
+                        let _ = writeln!(
+                            out,
+                            "| {name} | {io} | {:.0} | {:.1} | {:.0} |",
+                            case.source.records as f64 / run.copy_s,
+                            per_gib(run, case),
+                            run.rss_mib,
+                        );
+                    }
                 }
             }
+            if epoll.failed.is_none() && uring.failed.is_none() {
+                let r = ratios(epoll, uring);
+                let _ = writeln!(
+                    out,
+                    "| {name} | **io_uring/epoll** | **{:.2}x** | **{:.2}x** | **{:.2}x** |",
+                    r[0], r[1], r[2]
+                );
+                for (p, x) in product.iter_mut().zip(r) {
+                    *p *= x;
+                }
+                measured += 1;
+            }
         }
-        if epoll.failed.is_none() && uring.failed.is_none() {
+        if pairs.len() > 1 && measured == pairs.len() {
+            let mean = product.map(|p| p.powf(1.0 / measured as f64));
             let _ = writeln!(
                 out,
-                "| {} | **io_uring/epoll** | **{}** | **{}** | **{}** |",
-                case.name,
-                // Records/s over the same records: the inverse of the copy times.
-                ratio(epoll.copy_s, uring.copy_s),
-                ratio(per_gib(uring, case), per_gib(epoll, case)),
-                ratio(uring.rss_mib, epoll.rss_mib),
+                "| {} | **io_uring/epoll, geometric mean of {measured} rounds** | **{:.2}x** | **{:.2}x** | **{:.2}x** |",
+                case.name, mean[0], mean[1], mean[2]
             );
         }
     }

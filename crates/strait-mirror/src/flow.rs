@@ -333,6 +333,7 @@ async fn data_loop(
     }
     let refresh = flow.refresh_topics.interval();
     let mut next_refresh = Some(tokio::time::Instant::now());
+    let mut discovery_backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
     let mut flush = tokio::time::interval(match &transaction {
         Some(_) => flow.transaction_interval,
         None => FLUSH_INTERVAL,
@@ -347,13 +348,18 @@ async fn data_loop(
                 Some(Ok(routes)) => {
                     data_path.add(routes);
                     stats.record_discovery();
+                    discovery_backoff.reset();
+                    // Without `refresh.topics`, the topics found are the flow's for good.
+                    next_refresh = refresh.map(|every| tokio::time::Instant::now() + every);
                 }
                 Some(Err(error)) => {
-                    tracing::error!(flow = %name, %error, "topic discovery failed; retrying at the next refresh")
+                    // Soon, not at the next refresh (10 minutes by default, or never without
+                    // `refresh.topics`): remote topics just created may not have leaders yet.
+                    let delay = discovery_backoff.next_delay();
+                    tracing::error!(flow = %name, %error, "topic discovery failed; retrying in {delay:?}");
+                    next_refresh = Some(tokio::time::Instant::now() + delay);
                 }
             }
-            // Without `refresh.topics`, the topics found at start are the flow's for good.
-            next_refresh = refresh.map(|every| tokio::time::Instant::now() + every);
         }
         let due = async {
             match &transaction {
