@@ -57,9 +57,21 @@ async fn proxied_transfer(
     create_topic(&source, &topic, partitions).await;
     write_numbered(&source, &topic, partitions, batches, per_batch).await;
     let properties = mm2_properties(&topic, extra).replace(&clusters.target.bootstrap_servers(), &bootstrap);
-    let target = strait_client::KafkaClient::connect(strait_client::ClientConfig::new(&bootstrap))
-        .await
-        .unwrap();
+    // A broker that has just started may answer ApiVersions without the APIs it serves once
+    // ready (seen once in CI: Metadata missing); ask again until it answers in full.
+    let deadline = Instant::now() + WAIT;
+    let target = loop {
+        match strait_client::KafkaClient::connect(strait_client::ClientConfig::new(&bootstrap)).await {
+            Ok(target) => break target,
+            Err(error) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "the proxied target never answered in full: {error}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
     ProxiedTransfer {
         _cluster: cluster,
         proxy,
