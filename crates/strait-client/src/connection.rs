@@ -402,10 +402,8 @@ impl BrokerConnection {
     /// Sends `request` at the negotiated version and waits at most `timeout` for its answer
     /// (see [`PendingResponse::response_within`]).
     pub async fn send_within<R: Request>(&self, request: &R, timeout: Duration) -> Result<R::Response> {
-        let api = api_key(R::KEY);
-        let version = self.version(api)?;
-        let pending = self.submit(api, version, vec![encode(request, version)?]).await?;
-        decode_response::<R::Response>(api, version, pending.response_within(timeout).await?)
+        let version = self.version(api_key(R::KEY))?;
+        Ok(self.exchange_within(request, version, timeout).await?.0)
     }
 
     /// Sends `request` at a given `version` and decodes the response.
@@ -415,8 +413,20 @@ impl BrokerConnection {
 
     /// Encodes `request` at `version`, sends it, and decodes the answer; with the frame's size.
     async fn exchange<R: Request>(&self, request: &R, version: i16) -> Result<(R::Response, usize)> {
+        self.exchange_within(request, version, self.shared.config.request_timeout)
+            .await
+    }
+
+    /// As [`BrokerConnection::exchange`], waiting at most `timeout` for the answer.
+    async fn exchange_within<R: Request>(
+        &self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<(R::Response, usize)> {
         let api = api_key(R::KEY);
-        let frame = self.round_trip(api, version, vec![encode(request, version)?]).await?;
+        let pending = self.submit(api, version, vec![encode(request, version)?]).await?;
+        let frame = pending.response_within(timeout).await?;
         let size = frame.len();
         Ok((decode_response::<R::Response>(api, version, frame)?, size))
     }

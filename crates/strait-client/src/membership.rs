@@ -16,11 +16,19 @@ use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{GroupId, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest};
 use kafka_protocol::protocol::{Request, StrBytes};
 
-use crate::{Backoff, BrokerConnection, Error, KafkaClient, Result};
+use crate::client::retrying;
+use crate::{BrokerConnection, Error, KafkaClient, Result};
 
 /// Kafka's margin over the rebalance timeout when waiting for a JoinGroup answer
 /// (`AbstractCoordinator`'s `joinGroupTimeoutMs`).
 const JOIN_MARGIN: Duration = Duration::from_secs(5);
+
+/// Answers that send a member to find its coordinator again (all retriable).
+const COORDINATOR_MOVED: [ResponseError; 3] = [
+    ResponseError::NotCoordinator,
+    ResponseError::CoordinatorNotAvailable,
+    ResponseError::CoordinatorLoadInProgress,
+];
 
 /// Who a member is and how long the coordinator waits for it.
 #[derive(Debug, Clone)]
@@ -76,7 +84,8 @@ pub struct JoinedMember {
 pub struct GroupMembership {
     client: KafkaClient,
     config: MemberConfig,
-    connection: Option<BrokerConnection>,
+    /// The member's own connection to the coordinator, once found.
+    connection: std::sync::Mutex<Option<BrokerConnection>>,
 }
 
 impl GroupMembership {
@@ -85,7 +94,7 @@ impl GroupMembership {
         GroupMembership {
             client,
             config,
-            connection: None,
+            connection: std::sync::Mutex::new(None),
         }
     }
 
@@ -234,51 +243,33 @@ impl GroupMembership {
     /// for the answer. A coordinator that moved, is unavailable or is loading (the answer's
     /// `error_code`), and a lost connection, are tried again within the request timeout.
     async fn coordinated<R: Request>(
-        &mut self,
+        &self,
         request: &R,
         timeout: Duration,
         error_code: impl Fn(&R::Response) -> i16,
     ) -> Result<R::Response> {
-        let give_up = tokio::time::Instant::now() + self.client.config().connection.request_timeout;
-        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
-        loop {
-            let answer = match self.connection.clone().filter(|c| !c.is_closed()) {
-                Some(connection) => connection.send_within(request, timeout).await,
-                None => match self.connect().await {
-                    Ok(connection) => connection.send_within(request, timeout).await,
-                    Err(error) => Err(error),
-                },
-            };
-            let retry = match &answer {
-                Ok(response) => {
-                    let code = error_code(response);
-                    let moved = [
-                        ResponseError::NotCoordinator,
-                        ResponseError::CoordinatorNotAvailable,
-                        ResponseError::CoordinatorLoadInProgress,
-                    ];
-                    moved.iter().any(|m| m.code() == code)
+        let (client, group, slot) = (&self.client, &self.config.group_id, &self.connection);
+        retrying(client.config().connection.request_timeout, || async {
+            let cached = slot.lock().expect("connection lock").clone().filter(|c| !c.is_closed());
+            let connection = match cached {
+                Some(connection) => connection,
+                None => {
+                    let node = client.coordinator_node(0, group).await?;
+                    let connection = client.connect_to(node, client.config().connection.clone()).await?;
+                    *slot.lock().expect("connection lock") = Some(connection.clone());
+                    connection
                 }
-                Err(error) => error.is_retriable(),
             };
-            let delay = backoff.next_delay();
-            if !retry || tokio::time::Instant::now() + delay >= give_up {
-                return answer;
+            let response = connection.send_within(request, timeout).await?;
+            let code = error_code(&response);
+            if COORDINATOR_MOVED.iter().any(|moved| moved.code() == code) {
+                // Found again next time; the error is retriable, so `retrying` asks again.
+                *slot.lock().expect("connection lock") = None;
+                Error::check(code, || format!("the coordinator of group {group}"), None)?;
             }
-            // Found again next time: the coordinator may have moved.
-            self.connection = None;
-            tokio::time::sleep(delay).await;
-        }
-    }
-
-    async fn connect(&mut self) -> Result<BrokerConnection> {
-        let node = self.client.coordinator_node(0, &self.config.group_id).await?;
-        let connection = self
-            .client
-            .connect_to(node, self.client.config().connection.clone())
-            .await?;
-        self.connection = Some(connection.clone());
-        Ok(connection)
+            Ok(response)
+        })
+        .await
     }
 }
 
