@@ -113,24 +113,35 @@ pub fn java_tool(main_class: &str, args: &[&str]) -> Output {
 /// Writes `records` records of `record_size` bytes to `topic` with Kafka's own producer
 /// (`kafka-producer-perf-test`), compressed with `compression` (`none`, `gzip`, …).
 pub fn java_produce(bootstrap: &str, topic: &str, records: u64, record_size: u32, compression: &str) {
-    java_tool(
-        "org.apache.kafka.tools.ProducerPerformance",
-        &[
-            "--topic",
-            topic,
-            "--num-records",
-            &records.to_string(),
-            "--record-size",
-            &record_size.to_string(),
-            "--throughput",
-            "-1",
-            "--producer-props",
-            &format!("bootstrap.servers={bootstrap}"),
-            &format!("compression.type={compression}"),
-            "linger.ms=5",
-            "acks=all",
-        ],
+    let compression = format!("compression.type={compression}");
+    java_produce_with(
+        bootstrap,
+        topic,
+        records,
+        record_size,
+        &[&compression, "linger.ms=5", "acks=all"],
     );
+}
+
+/// As [`java_produce`], with the producer's settings `props` (`key=value`) besides
+/// `bootstrap.servers`.
+pub fn java_produce_with(bootstrap: &str, topic: &str, records: u64, record_size: u32, props: &[&str]) {
+    let bootstrap = format!("bootstrap.servers={bootstrap}");
+    let (records, record_size) = (records.to_string(), record_size.to_string());
+    let mut args = vec![
+        "--topic",
+        topic,
+        "--num-records",
+        &records,
+        "--record-size",
+        &record_size,
+        "--throughput",
+        "-1",
+        "--producer-props",
+        &bootstrap,
+    ];
+    args.extend_from_slice(props);
+    java_tool("org.apache.kafka.tools.ProducerPerformance", &args);
 }
 
 /// The `strait` binary, built on first use with the cargo running the tests.

@@ -17,23 +17,12 @@ async fn loaded_topic(prefix: &str, records: u64) -> String {
     // Batches of up to 64 KiB, as a loaded producer writes them: produce requests well above
     // the zero-copy threshold (8 KiB).
     tokio::task::spawn_blocking(move || {
-        java_tool(
-            "org.apache.kafka.tools.ProducerPerformance",
-            &[
-                "--topic",
-                &name,
-                "--num-records",
-                &records.to_string(),
-                "--record-size",
-                "1024",
-                "--throughput",
-                "-1",
-                "--producer-props",
-                &format!("bootstrap.servers={bootstrap}"),
-                "batch.size=65536",
-                "linger.ms=20",
-                "acks=all",
-            ],
+        java_produce_with(
+            &bootstrap,
+            &name,
+            records,
+            1024,
+            &["batch.size=65536", "linger.ms=20", "acks=all"],
         )
     })
     .await
