@@ -15,12 +15,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strait_client::kafka_protocol::messages::TopicName;
 use strait_client::{Backoff, FetchParams, KafkaClient, OffsetSpec};
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 
 use crate::budget::Budget;
@@ -80,6 +81,12 @@ impl Route {
 pub(crate) enum Event {
     /// Partitions to mirror (discovery found them).
     Add(Vec<Route>),
+    /// Partitions to stop mirroring (revoked): their queues are retired, and handed back to
+    /// be waited for.
+    Remove {
+        partitions: Vec<(String, i32)>,
+        reply: oneshot::Sender<Vec<Arc<PartitionQueue>>>,
+    },
     /// Cursors to place again after `after`: their leader moved or their broker is gone.
     Cursors { cursors: Vec<Cursor>, after: Duration },
     /// Queues to place again after `after`.
@@ -162,6 +169,7 @@ impl DataPath {
             events: events.clone(),
             connection: fetch_connection,
             resume: resume.clone(),
+            retirements: AtomicU64::new(0),
         });
         let sink = Arc::new(SinkContext {
             client: config.target.clone(),
@@ -183,6 +191,7 @@ impl DataPath {
             fetchers: HashMap::new(),
             producers: HashMap::new(),
             known: HashSet::new(),
+            mirrored: HashMap::new(),
             first_stop: None,
             cursors: Vec::new(),
             queues: Vec::new(),
@@ -196,6 +205,42 @@ impl DataPath {
     /// Mirrors `routes` (those not mirrored yet).
     pub(crate) fn add(&self, routes: Vec<Route>) {
         let _ = self.events.send(Event::Add(routes));
+    }
+
+    /// Stops mirroring `partitions` (source topic and partition): their fetching stops at once,
+    /// and this returns once every batch fetched before was acknowledged, so that their
+    /// positions are recorded (to be stored by the next flush). Past `within`, what is left is
+    /// not sent any more ([`NotDrained`]: a new owner fetches it again). They can be added again.
+    pub(crate) fn remove(
+        &self,
+        partitions: Vec<(String, i32)>,
+        within: Duration,
+    ) -> impl std::future::Future<Output = Result<(), NotDrained>> + Send + 'static {
+        let deadline = tokio::time::Instant::now() + within;
+        let (reply, queues) = oneshot::channel();
+        // Sent now, so that fetching stops before the caller awaits anything.
+        let _ = self.events.send(Event::Remove { partitions, reply });
+        async move {
+            // Not answered: the data path ended, and nothing of it is sent any more.
+            let Ok(queues) = queues.await else {
+                return Ok(());
+            };
+            // Acknowledgements arrive on the producers' tasks; a short poll keeps the queues
+            // free of a notifier each.
+            let mut poll = tokio::time::interval(Duration::from_millis(10));
+            loop {
+                if queues.iter().all(|q| q.is_drained()) {
+                    return Ok(());
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    for queue in queues.iter().filter(|q| !q.is_drained()) {
+                        queue.stop();
+                    }
+                    return Err(NotDrained);
+                }
+                poll.tick().await;
+            }
+        }
     }
 
     /// Stops fetching, lets the batches on the wire be answered, and returns why the first
@@ -234,6 +279,8 @@ struct Router {
     /// Every partition ever added (stopped ones included: they stay stopped until a restart,
     /// so that nothing past the failing batch is mirrored out of order).
     known: HashSet<(String, i32)>,
+    /// The queue of every partition mirrored now.
+    mirrored: HashMap<(String, i32), Arc<PartitionQueue>>,
     /// Why the first partition that stopped stopped.
     first_stop: Option<MirrorError>,
     /// Cursors waiting for a fetcher.
@@ -286,6 +333,24 @@ impl Router {
     async fn handle(&mut self, event: Event) {
         match event {
             Event::Add(routes) => self.add(routes).await,
+            Event::Remove { partitions, reply } => {
+                let queues: Vec<Arc<PartitionQueue>> = partitions
+                    .iter()
+                    .filter_map(|key| {
+                        self.known.remove(key);
+                        self.mirrored.remove(key)
+                    })
+                    .collect();
+                for queue in &queues {
+                    queue.retire();
+                }
+                self.cursors.retain(|c| !c.queue.is_retired());
+                self.queues.retain(|q| !q.is_drained());
+                // After the flags: a fetcher that sees the count sees them.
+                self.source.retirements.fetch_add(1, Ordering::AcqRel);
+                self.resume.notify_waiters();
+                let _ = reply.send(queues);
+            }
             Event::Cursors { cursors, after } => {
                 self.cursors.extend(cursors);
                 self.place_after(after);
@@ -387,6 +452,8 @@ impl Router {
                 &shared,
             );
             self.queues.push(queue.clone());
+            self.mirrored
+                .insert((route.source_topic.clone(), route.partition), queue.clone());
             self.cursors.push(Cursor::new(route, start, queue));
         }
         self.place().await;
@@ -415,7 +482,10 @@ impl Router {
     }
 
     async fn place_cursors(&mut self, cursors: Vec<Cursor>) -> Vec<Cursor> {
-        let cursors: Vec<Cursor> = cursors.into_iter().filter(|c| !c.queue.is_stopped()).collect();
+        let cursors: Vec<Cursor> = cursors
+            .into_iter()
+            .filter(|c| !c.queue.is_stopped() && !c.queue.is_retired())
+            .collect();
         if cursors.is_empty() {
             return cursors;
         }
@@ -458,7 +528,10 @@ impl Router {
     }
 
     async fn place_queues(&mut self, queues: Vec<Arc<PartitionQueue>>) -> Vec<Arc<PartitionQueue>> {
-        let queues: Vec<Arc<PartitionQueue>> = queues.into_iter().filter(|q| !q.is_stopped()).collect();
+        let queues: Vec<Arc<PartitionQueue>> = queues
+            .into_iter()
+            .filter(|q| !q.is_stopped() && !q.is_drained())
+            .collect();
         if queues.is_empty() {
             return queues;
         }

@@ -16,7 +16,7 @@
 //! the source log start) are deleted. MM2's offset-syncs topic is still written beside it, for
 //! MM2's tools.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -474,6 +474,25 @@ impl OffsetMap {
             topic,
             partitions: Mutex::new(partitions),
         })
+    }
+
+    /// Loads the stored mapping of `partitions` again, replacing what this process holds of
+    /// them: another member of the group mirrored them meanwhile. Only for partitions the data
+    /// path does not mirror now (it would record into the replaced mapping).
+    pub(crate) async fn reload(&self, partitions: &HashSet<(String, i32)>) -> Result<(), MirrorError> {
+        let mut fresh = Self::load(&self.client, &self.cluster, self.topic.clone())
+            .await?
+            .partitions
+            .into_inner()
+            .expect("offset map lock");
+        let mut held = self.partitions.lock().expect("offset map lock");
+        for key in partitions {
+            match fresh.remove(key) {
+                Some(map) => held.insert(key.clone(), map),
+                None => held.remove(key),
+            };
+        }
+        Ok(())
     }
 
     /// The mapping of one partition, for the data path to record into; `start` is where the

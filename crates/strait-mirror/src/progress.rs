@@ -7,7 +7,7 @@
 //! Strait reads and writes exactly that, so it can take over from MM2 (and MM2 from Strait)
 //! without re-mirroring, and operators find progress where they already look.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -142,6 +142,25 @@ impl ProgressStore {
         }
         *store.state.lock().expect("progress lock") = state;
         Ok(store)
+    }
+
+    /// Loads the stored positions of `partitions` again, replacing what this process holds of
+    /// them: another member of the group mirrored them meanwhile. Only for partitions the data
+    /// path does not mirror now.
+    pub(crate) async fn reload(&self, partitions: &HashSet<SourcePartition>) -> Result<(), MirrorError> {
+        let mut fresh = State::default();
+        let all: Vec<i32> = (0..self.partitions).collect();
+        for (key, value) in read_partitions(&self.client, &self.target_alias, &self.topic, &all).await? {
+            self.apply(&mut fresh, key.as_deref(), value.as_deref())?;
+        }
+        let mut state = self.state.lock().expect("progress lock");
+        for key in partitions {
+            match fresh.partitions.remove(key) {
+                Some(progress) => state.partitions.insert(key.clone(), progress),
+                None => state.partitions.remove(key),
+            };
+        }
+        Ok(())
     }
 
     fn corrupt(&self, message: String) -> MirrorError {

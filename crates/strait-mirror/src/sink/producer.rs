@@ -169,6 +169,8 @@ impl TargetProducer {
     }
 
     fn adopt(&mut self, queues: Vec<Arc<PartitionQueue>>) {
+        // Partitions revoked and drained since: nothing more of them comes.
+        self.queues.retain(|_, queue| !queue.is_drained());
         for queue in queues {
             let key = (queue.route.target_topic.clone(), queue.route.partition);
             queue.attach(Some(self.ready.clone()));

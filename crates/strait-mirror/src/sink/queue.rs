@@ -238,6 +238,11 @@ impl QueueState {
         self.buffered
     }
 
+    /// Whether nothing is queued: every batch pushed was acknowledged.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
     /// Whether a failure is being handled (the partition's target refuses, or is away).
     pub(crate) fn is_failing(&self) -> bool {
         self.failure.is_some()
@@ -591,6 +596,9 @@ pub(crate) struct PartitionQueue {
     cap: usize,
     failing: AtomicBool,
     stopped: AtomicBool,
+    /// Whether the partition was taken from this process (revoked): nothing fetched after it
+    /// is queued, and the queue only drains.
+    retired: AtomicBool,
     /// Whether its cursor paused fetching; then room in the queue is signalled on `resume`.
     paused: AtomicBool,
     resume: Arc<Notify>,
@@ -628,6 +636,7 @@ impl PartitionQueue {
             cap,
             failing: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
             paused: AtomicBool::new(false),
             resume: shared.resume.clone(),
             producer: Mutex::new(None),
@@ -654,6 +663,7 @@ impl PartitionQueue {
     /// not fail, and it holds less than its cap.
     pub(crate) fn accepts_more(&self) -> bool {
         !self.stopped.load(Ordering::Acquire)
+            && !self.retired.load(Ordering::Acquire)
             && !self.failing.load(Ordering::Acquire)
             && self.buffered.load(Ordering::Acquire) < self.cap
     }
@@ -662,6 +672,7 @@ impl PartitionQueue {
     /// half its cap free, so that it does not flap.
     pub(crate) fn resumes(&self) -> bool {
         !self.stopped.load(Ordering::Acquire)
+            && !self.retired.load(Ordering::Acquire)
             && !self.failing.load(Ordering::Acquire)
             && self.buffered.load(Ordering::Acquire) <= self.cap / 2
     }
@@ -669,6 +680,25 @@ impl PartitionQueue {
     /// Whether the partition stopped.
     pub(crate) fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::Acquire)
+    }
+
+    /// Whether the partition was retired ([`retire`](Self::retire)).
+    pub(crate) fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
+
+    /// Takes the partition out of the data path: what is fetched from now on is dropped (under
+    /// the queue's lock, so that nothing lands after [`is_drained`](Self::is_drained) said
+    /// yes), and what is queued is still sent and acknowledged.
+    pub(crate) fn retire(&self) {
+        let _state = self.state.lock().expect("queue lock");
+        self.retired.store(true, Ordering::Release);
+    }
+
+    /// Whether a retired partition has nothing left on its way: every batch queued before it
+    /// was retired was acknowledged (its position recorded), or the partition stopped.
+    pub(crate) fn is_drained(&self) -> bool {
+        self.is_retired() && (self.is_stopped() || self.state.lock().expect("queue lock").is_empty())
     }
 
     /// Runs `f` on the state and keeps the shared flags up to date; tells the fetchers when a
@@ -694,6 +724,10 @@ impl PartitionQueue {
     /// producer. Returns why the partition stops, if it does now.
     pub(crate) fn push(self: &Arc<Self>, entries: Vec<Entry>) -> Option<MirrorError> {
         let stop = self.with_state(|state| {
+            if self.is_retired() {
+                // Fetched after the partition was revoked: its new owner fetches it again.
+                return None;
+            }
             let recorded = state.push(entries);
             self.record(recorded)
         });

@@ -8,6 +8,7 @@
 //! poll of idle ones.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,8 +50,10 @@ pub(crate) struct SourceContext {
     pub events: mpsc::UnboundedSender<Event>,
     /// Connection settings, with the counter of fetch connections.
     pub connection: ConnectionConfig,
-    /// Signalled when a paused partition's queue has room again.
+    /// Signalled when a paused partition's queue has room again, and when partitions are retired.
     pub resume: Arc<Notify>,
+    /// Bumped each time partitions are retired (revoked): fetchers then drop their cursors.
+    pub retirements: AtomicU64,
 }
 
 /// Starts a fetcher of source broker `broker`: it fetches the cursors it is handed, and ends
@@ -67,6 +70,7 @@ pub(crate) fn start(broker: i32, context: Arc<SourceContext>, stop: watch::Recei
         session: FetchSession::new(),
         connection: None,
         failures: 0,
+        retirements: 0,
         backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(5)),
     };
     Worker {
@@ -89,6 +93,8 @@ struct Fetcher {
     connection: Option<BrokerConnection>,
     /// Failed requests in a row.
     failures: u32,
+    /// The data path's retirements this fetcher has swept.
+    retirements: u64,
     backoff: Backoff,
 }
 
@@ -131,7 +137,8 @@ impl Fetcher {
 
     /// Fetches these partitions from now on.
     fn adopt(&mut self, cursors: Vec<Cursor>) {
-        for cursor in cursors {
+        // Retired on their way here: the sweep that would drop them may have passed.
+        for cursor in cursors.into_iter().filter(|c| !c.queue.is_retired()) {
             let key = cursor.key();
             if cursor.preferred.is_some_and(|(broker, _)| broker == self.broker) {
                 self.leased.insert(key.clone());
@@ -154,9 +161,22 @@ impl Fetcher {
         }
     }
 
-    /// Resumes paused partitions whose queue has room, drops stopped ones, and gives back those
+    /// Drops retired partitions, resumes paused ones whose queue has room, drops stopped ones, and gives back those
     /// whose lease on this replica ended.
     fn review(&mut self) {
+        let retirements = self.context.retirements.load(Ordering::Acquire);
+        if retirements != self.retirements {
+            self.retirements = retirements;
+            let retired: Vec<PartitionKey> = self
+                .cursors
+                .iter()
+                .filter(|(_, cursor)| cursor.queue.is_retired())
+                .map(|(key, _)| key.clone())
+                .collect();
+            for key in retired {
+                self.remove(&key);
+            }
+        }
         let mut resumed = Vec::new();
         let mut gone = Vec::new();
         for key in &self.paused {
