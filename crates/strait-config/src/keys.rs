@@ -674,6 +674,27 @@ pub(crate) const SHUTDOWN_TIMEOUT: &str = "task.shutdown.graceful.timeout.ms";
 /// Default of [`SHUTDOWN_TIMEOUT`], Connect's: 5 s.
 pub(crate) const DEFAULT_SHUTDOWN_TIMEOUT_MS: u64 = 5_000;
 
+/// Strait's own top-level key: the group the `strait run` processes of one configuration join on
+/// each target cluster to share its flows' work (default `strait-<flows to that target>`).
+pub(crate) const GROUP_ID: &str = "strait.group.id";
+
+/// Connect's worker keys, read by Strait at top level for its group on each target cluster:
+/// static membership, and the session, heartbeat and rebalance timing (Connect's defaults).
+pub(crate) const GROUP_INSTANCE_ID: &str = "group.instance.id";
+pub(crate) const SESSION_TIMEOUT: &str = "session.timeout.ms";
+pub(crate) const DEFAULT_SESSION_TIMEOUT_MS: u64 = 10_000;
+pub(crate) const HEARTBEAT_INTERVAL: &str = "heartbeat.interval.ms";
+pub(crate) const DEFAULT_HEARTBEAT_INTERVAL_MS: u64 = 3_000;
+pub(crate) const REBALANCE_TIMEOUT: &str = "rebalance.timeout.ms";
+pub(crate) const DEFAULT_REBALANCE_TIMEOUT_MS: u64 = 60_000;
+/// The group keys read only at top level (elsewhere they are client keys, without effect).
+pub(crate) const GROUP_KEYS: &[&str] = &[
+    GROUP_INSTANCE_ID,
+    SESSION_TIMEOUT,
+    HEARTBEAT_INTERVAL,
+    REBALANCE_TIMEOUT,
+];
+
 /// Process-wide keys, read only at top level: Strait's own, and Connect's
 /// [`SHUTDOWN_TIMEOUT`] (in MM2 a worker setting).
 pub(crate) const STRAIT_KEYS: &[&str] = &[
@@ -683,6 +704,7 @@ pub(crate) const STRAIT_KEYS: &[&str] = &[
     PRODUCERS_PER_BROKER,
     IO,
     SHUTDOWN_TIMEOUT,
+    GROUP_ID,
 ];
 
 /// The Strait key that a key written at a cluster or flow scope (`A.strait.buffer.memory`,

@@ -151,5 +151,5 @@ pub use error::{ConfigError, Result};
 pub use filter::{ConfigPropertyFilter, GroupFilter, TopicFilter, UseDefaultsFrom};
 pub use flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule, SkipReason};
 pub use import::{ImportOptions, Imported, STRIMZI_MOUNT_ROOT};
-pub use mm2::{IgnoredKey, Mm2Config};
+pub use mm2::{GroupSettings, IgnoredKey, Mm2Config};
 pub use policy::{PolicyKind, ReplicationPolicy};

@@ -16,10 +16,12 @@ use crate::import::{ImportOptions, Imported};
 use crate::keys::{
     connector_key, connector_key_without_effect, deprecated_key, ignored_reason, ignored_role_reason,
     is_connection_key, known_names, scoped_strait_key, suggest, unknown_security_key, Kind, BUFFER_MEMORY,
-    CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_POLICY_CLASS,
-    DEFAULT_PRODUCERS_PER_BROKER, DEFAULT_SHUTDOWN_TIMEOUT_MS, DEPRECATED_KEYS, EXACTLY_ONCE_SOURCE_SUPPORT,
-    EXACTLY_ONCE_VALUES, FETCHERS_PER_BROKER, HTTP_LISTENER, IDENTITY_POLICY_CLASS, IO, MAX_CONNECTIONS_PER_BROKER,
-    MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, ROLE_PREFIXES, SHUTDOWN_TIMEOUT, STRAIT_KEYS,
+    CONNECTOR_KEYS, DEFAULT_BUFFER_MEMORY, DEFAULT_FETCHERS_PER_BROKER, DEFAULT_HEARTBEAT_INTERVAL_MS,
+    DEFAULT_POLICY_CLASS, DEFAULT_PRODUCERS_PER_BROKER, DEFAULT_REBALANCE_TIMEOUT_MS, DEFAULT_SESSION_TIMEOUT_MS,
+    DEFAULT_SHUTDOWN_TIMEOUT_MS, DEPRECATED_KEYS, EXACTLY_ONCE_SOURCE_SUPPORT, EXACTLY_ONCE_VALUES,
+    FETCHERS_PER_BROKER, GROUP_ID, GROUP_INSTANCE_ID, GROUP_KEYS, HEARTBEAT_INTERVAL, HTTP_LISTENER,
+    IDENTITY_POLICY_CLASS, IO, MAX_CONNECTIONS_PER_BROKER, MIN_BUFFER_MEMORY, PRODUCERS_PER_BROKER, REBALANCE_TIMEOUT,
+    ROLE_PREFIXES, SESSION_TIMEOUT, SHUTDOWN_TIMEOUT, STRAIT_KEYS,
 };
 use crate::policy::{PolicyKind, ReplicationPolicy};
 use crate::properties::{Properties, Property};
@@ -87,6 +89,26 @@ fn parse_shutdown_timeout(prop: &Property) -> Result<u64> {
     u64::try_from(ms).map_err(|_| raw.invalid(expected))
 }
 
+/// `session.timeout.ms`, `heartbeat.interval.ms`, `rebalance.timeout.ms`: milliseconds, 1 to
+/// i32::MAX (JoinGroup carries them as int32).
+fn parse_group_timeout(prop: &Property, default: u64) -> Result<u64> {
+    let raw = Raw::from(prop);
+    let expected = format!("milliseconds from 1 to 2147483647; the default is {default}");
+    let ms: i64 = raw.number(&expected)?;
+    u64::try_from(ms)
+        .ok()
+        .filter(|&ms| (1..=i32::MAX as u64).contains(&ms))
+        .ok_or_else(|| raw.invalid(expected))
+}
+
+/// `strait.group.id`, `group.instance.id`: a non-empty name.
+fn parse_group_name(prop: &Property) -> Result<String> {
+    match prop.value.trim() {
+        "" => Err(Raw::from(prop).invalid("a non-empty name")),
+        name => Ok(name.to_owned()),
+    }
+}
+
 /// `strait.io`: `epoll`, `io_uring` or `auto`.
 fn parse_io(prop: &Property) -> Result<IoSetting> {
     match prop.value.trim() {
@@ -146,6 +168,24 @@ fn strait_key<T: ToString>(
     }
 }
 
+/// How the `strait run` processes of one configuration share the work: a group on each target
+/// cluster (Kafka's classic group protocol).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupSettings {
+    /// `strait.group.id`, if set: the group's name (on every target cluster).
+    pub group_id: Option<String>,
+    /// `group.instance.id`: static membership (KIP-345), so that a restart within the session
+    /// timeout moves nothing.
+    pub instance_id: Option<String>,
+    /// `session.timeout.ms`: a member not heard from this long is gone; a member that cannot
+    /// reach the coordinator stops writing before this has passed.
+    pub session_timeout: std::time::Duration,
+    /// `heartbeat.interval.ms`.
+    pub heartbeat_interval: std::time::Duration,
+    /// `rebalance.timeout.ms`: how long members have to release revoked partitions and join.
+    pub rebalance_timeout: std::time::Duration,
+}
+
 /// A parsed and validated `mm2.properties`.
 #[derive(Debug, Clone)]
 pub struct Mm2Config {
@@ -160,6 +200,7 @@ pub struct Mm2Config {
     pub(crate) producers_per_broker: u16,
     pub(crate) io: IoSetting,
     pub(crate) shutdown_timeout_ms: u64,
+    pub(crate) group: GroupSettings,
     /// The process-wide keys' settings, as `check-config` shows them.
     pub(crate) process_settings: Vec<(&'static str, Setting)>,
     /// The connector configs or Strimzi resource the text was imported from; line numbers are
@@ -224,10 +265,12 @@ impl Mm2Config {
         let clusters = parse_clusters(clusters_prop)?;
         let mut scopes = Scopes::new(&clusters);
         scopes.warnings.extend(provider_warnings);
-        for prop in props
-            .iter()
-            .filter(|p| p.key != "clusters" && !STRAIT_KEYS.contains(&p.key.as_str()) && !is_provider_key(&p.key))
-        {
+        for prop in props.iter().filter(|p| {
+            p.key != "clusters"
+                && !STRAIT_KEYS.contains(&p.key.as_str())
+                && !GROUP_KEYS.contains(&p.key.as_str())
+                && !is_provider_key(&p.key)
+        }) {
             scopes.classify(prop)?;
         }
         let http_listener = match props.get(HTTP_LISTENER) {
@@ -255,6 +298,30 @@ impl Mm2Config {
             DEFAULT_SHUTDOWN_TIMEOUT_MS,
             parse_shutdown_timeout,
         )?;
+        let (group_id, group_id_setting) = strait_key(props, GROUP_ID, String::new(), parse_group_name)?;
+        let (instance_id, instance_setting) = strait_key(props, GROUP_INSTANCE_ID, String::new(), parse_group_name)?;
+        let ms = |key: &'static str, default: u64| {
+            strait_key(props, key, default, |prop| parse_group_timeout(prop, default))
+        };
+        let (session_ms, session_setting) = ms(SESSION_TIMEOUT, DEFAULT_SESSION_TIMEOUT_MS)?;
+        let (heartbeat_ms, heartbeat_setting) = ms(HEARTBEAT_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL_MS)?;
+        let (rebalance_ms, rebalance_setting) = ms(REBALANCE_TIMEOUT, DEFAULT_REBALANCE_TIMEOUT_MS)?;
+        if heartbeat_ms >= session_ms {
+            let prop = props
+                .get(HEARTBEAT_INTERVAL)
+                .or(props.get(SESSION_TIMEOUT))
+                .expect("one was set");
+            return Err(Raw::from(prop).invalid(format!(
+                "{HEARTBEAT_INTERVAL} ({heartbeat_ms}) below {SESSION_TIMEOUT} ({session_ms}), typically a third of it"
+            )));
+        }
+        let group = GroupSettings {
+            group_id: Some(group_id).filter(|id| !id.is_empty()),
+            instance_id: Some(instance_id).filter(|id| !id.is_empty()),
+            session_timeout: std::time::Duration::from_millis(session_ms),
+            heartbeat_interval: std::time::Duration::from_millis(heartbeat_ms),
+            rebalance_timeout: std::time::Duration::from_millis(rebalance_ms),
+        };
 
         let mut flows = Vec::new();
         for source in &clusters {
@@ -322,13 +389,24 @@ impl Mm2Config {
             producers_per_broker,
             io,
             shutdown_timeout_ms,
-            process_settings: vec![
+            group,
+            // The group's names show only when set: unset, the id is derived from the flows
+            // and membership is dynamic.
+            process_settings: [
                 buffer_memory_setting,
                 fetchers_setting,
                 producers_setting,
                 io_setting,
                 shutdown_setting,
-            ],
+                group_id_setting,
+                instance_setting,
+                session_setting,
+                heartbeat_setting,
+                rebalance_setting,
+            ]
+            .into_iter()
+            .filter(|(_, setting)| !setting.value.is_empty())
+            .collect(),
             cluster_configs,
             flows,
             ignored: scopes.ignored,
@@ -370,6 +448,11 @@ impl Mm2Config {
     /// default, 5 s).
     pub fn shutdown_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.shutdown_timeout_ms)
+    }
+
+    /// How the processes of this configuration share the work (the group keys).
+    pub fn group(&self) -> &GroupSettings {
+        &self.group
     }
 
     /// The aliases of `clusters`, in file order, without duplicates.

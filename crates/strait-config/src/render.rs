@@ -13,7 +13,10 @@ use serde_json::{json, Map, Value};
 use crate::client::{ClientRole, ClusterClientConfig, Origin, Setting};
 use crate::data_path::{FETCH_KEYS, PRODUCE_KEYS};
 use crate::flow::FlowConfig;
-use crate::keys::{BUFFER_MEMORY, FETCHERS_PER_BROKER, IO, PRODUCERS_PER_BROKER, SHUTDOWN_TIMEOUT};
+use crate::keys::{
+    BUFFER_MEMORY, FETCHERS_PER_BROKER, GROUP_ID, GROUP_INSTANCE_ID, HEARTBEAT_INTERVAL, IO, PRODUCERS_PER_BROKER,
+    REBALANCE_TIMEOUT, SESSION_TIMEOUT, SHUTDOWN_TIMEOUT,
+};
 use crate::mm2::Mm2Config;
 use crate::secret::is_secret;
 
@@ -179,7 +182,7 @@ fn flow_json(flow: &FlowConfig) -> Value {
 impl Mm2Config {
     /// The effective configuration as JSON: `clusters`, `http_listener`, `buffer_memory`,
     /// `fetchers_per_broker`, `producers_per_broker` and `io` (`strait.*` keys), `shutdown_timeout_ms`
-    /// (`task.shutdown.graceful.timeout.ms`), `imported_from` (the connector configs or Strimzi
+    /// (`task.shutdown.graceful.timeout.ms`), `group` (`strait.group.id` and Connect's group keys), `imported_from` (the connector configs or Strimzi
     /// resource read, or null), `flows` (each with `settings`, `source_fetch`
     /// and `target_produce` by Kafka key, and `clients`, the role views as given to the clients),
     /// `ignored` and `warnings`; every value with its `origin`. Secrets are hidden.
@@ -199,6 +202,13 @@ impl Mm2Config {
             "producers_per_broker": process(PRODUCERS_PER_BROKER),
             "io": process(IO),
             "shutdown_timeout_ms": process(SHUTDOWN_TIMEOUT),
+            "group": {
+                "group_id": process(GROUP_ID),
+                "group_instance_id": process(GROUP_INSTANCE_ID),
+                "session_timeout_ms": process(SESSION_TIMEOUT),
+                "heartbeat_interval_ms": process(HEARTBEAT_INTERVAL),
+                "rebalance_timeout_ms": process(REBALANCE_TIMEOUT),
+            },
             "flows": self.flows.iter().map(flow_json).collect::<Vec<_>>(),
             "ignored": self.ignored.iter().map(|i| json!({
                 "line": i.line,

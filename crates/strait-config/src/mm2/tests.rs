@@ -837,6 +837,9 @@ fn render_text() {
              strait.producers.per.broker = 2  (default)\n\
              strait.io = auto  (default)\n\
              task.shutdown.graceful.timeout.ms = 5000  (default)\n\
+             session.timeout.ms = 10000  (default)\n\
+             heartbeat.interval.ms = 3000  (default)\n\
+             rebalance.timeout.ms = 60000  (default)\n\
              \nflow A->B (enabled, emits heartbeats)\n"
         ),
         "{text}"
@@ -1255,4 +1258,52 @@ fn exactly_once_values_mm2_refuses_are_refused() {
          A.consumer.isolation.level = read_committed\n"
     ))
     .unwrap();
+}
+
+#[test]
+fn group_keys_set_how_processes_share_the_work() {
+    let config = two("A->B.enabled = true\n");
+    let group = config.group();
+    assert_eq!(group.group_id, None);
+    assert_eq!(group.instance_id, None);
+    assert_eq!(group.session_timeout, std::time::Duration::from_secs(10));
+    assert_eq!(group.heartbeat_interval, std::time::Duration::from_secs(3));
+    assert_eq!(group.rebalance_timeout, std::time::Duration::from_secs(60));
+    let config = two(
+        "A->B.enabled = true\nstrait.group.id = mirrors\ngroup.instance.id = host-1\nsession.timeout.ms = 6000\n\
+         heartbeat.interval.ms = 500\nrebalance.timeout.ms = 20000\n",
+    );
+    let group = config.group();
+    assert_eq!(group.group_id.as_deref(), Some("mirrors"));
+    assert_eq!(group.instance_id.as_deref(), Some("host-1"));
+    assert_eq!(group.session_timeout, std::time::Duration::from_millis(6000));
+    assert_eq!(group.heartbeat_interval, std::time::Duration::from_millis(500));
+    assert_eq!(group.rebalance_timeout, std::time::Duration::from_millis(20000));
+    let text = config.to_string();
+    assert!(
+        text.contains("strait.group.id = mirrors  (line 5: strait.group.id)"),
+        "{text}"
+    );
+    assert!(text.contains("group.instance.id = host-1  (line 6"), "{text}");
+}
+
+#[test]
+fn bad_group_keys_are_refused_naming_the_key() {
+    assert_eq!(
+        error(&format!(
+            "{TWO}A->B.enabled = true\nsession.timeout.ms = 3000\nheartbeat.interval.ms = 3000\n"
+        )),
+        "line 6: invalid value `3000` for `heartbeat.interval.ms`: expected heartbeat.interval.ms (3000) below \
+         session.timeout.ms (3000), typically a third of it"
+    );
+    let bad = error(&format!("{TWO}A->B.enabled = true\nsession.timeout.ms = -1\n"));
+    assert!(
+        bad.contains("session.timeout.ms") && bad.contains("milliseconds from 1"),
+        "{bad}"
+    );
+    let empty = error(&format!("{TWO}A->B.enabled = true\ngroup.instance.id =\n"));
+    assert!(
+        empty.contains("group.instance.id") && empty.contains("non-empty"),
+        "{empty}"
+    );
 }
