@@ -229,7 +229,10 @@ fn start_flow_in_process(
         .flow(from, to)
         .unwrap_or_else(|| panic!("the {from}->{to} flow"))
         .clone();
-    (strait_mirror::run_flow(flow, &process), process)
+    (
+        strait_mirror::run_flow(flow, &process, strait_mirror::Seat::alone()),
+        process,
+    )
 }
 
 /// Waits (at most [`WAIT`]) until `condition` holds, checking every 200 ms.

@@ -40,7 +40,7 @@ fn exactly_once_properties(topic: &str, target: &str) -> (String, String) {
 /// What Kafka's console consumer reads from `topic` at `isolation`: (partition, value) per
 /// record, in the order of each partition. Reads until `records + 1` or 10 s of silence, so
 /// that a record too many is seen.
-fn java_consume(bootstrap: &str, topic: &str, isolation: &str, records: usize) -> Vec<(i32, String)> {
+pub(crate) fn java_consume(bootstrap: &str, topic: &str, isolation: &str, records: usize) -> Vec<(i32, String)> {
     let mut command = KafkaDist::get()
         .unwrap()
         .java("org.apache.kafka.tools.consumer.ConsoleConsumer");

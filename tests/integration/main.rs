@@ -8,6 +8,7 @@ mod data_path;
 mod deploy;
 mod exactly_once;
 mod faults;
+mod group;
 mod import;
 mod io;
 mod mirror;

@@ -47,14 +47,16 @@ const TASK: &str = "checkpoints";
 
 /// Emits checkpoints every `emit.checkpoints.interval.seconds` until `shutdown`. A failed
 /// set-up is retried and a failed round shows in `stats` until one succeeds: failover relies
-/// on checkpoints.
+/// on checkpoints. While `alone` says this process does not mirror every partition of the
+/// flow (its group shares them out), each round reads the stored progress and offset map of
+/// all of them, and leaves pruning to when it does.
 pub(crate) async fn checkpoint_loop(
     flow: FlowConfig,
     source: KafkaClient,
     target: KafkaClient,
     stores: (Arc<ProgressStore>, Arc<OffsetMap>),
     transaction: Option<Arc<Transaction>>,
-    stats: Arc<Stats>,
+    (stats, alone): (Arc<Stats>, watch::Receiver<bool>),
     mut shutdown: watch::Receiver<bool>,
 ) {
     let Some(interval) = flow.emit_checkpoints.interval() else {
@@ -84,10 +86,31 @@ pub(crate) async fn checkpoint_loop(
     let mut next_group_sync = tokio::time::Instant::now() + sync_interval.unwrap_or(Duration::MAX / 4);
     let mut ticker = tokio::time::interval(interval);
     while next_tick(&mut ticker, &mut shutdown).await {
+        let alone = *alone.borrow();
+        let stored;
+        let round_stores = if alone {
+            (&*stores.0, &*stores.1)
+        } else {
+            let read = async {
+                let progress = ProgressStore::open(&target, &flow.source.alias, &target_alias, 1).await?;
+                let offset_map = OffsetMap::open(&target, &flow.source.alias, &target_alias, 1).await?;
+                Ok::<_, MirrorError>((progress, offset_map))
+            };
+            match unless_stopped(&mut shutdown, read).await {
+                None => break,
+                Some(Ok(read)) => stored = read,
+                Some(Err(error)) => {
+                    tracing::warn!(flow = %name, %error, "reading the stored progress failed; retrying next interval");
+                    stats.set_task(TASK, Some(error.to_string()));
+                    continue;
+                }
+            }
+            (&stored.0, &stored.1)
+        };
         let emit = emit_checkpoints(
             &flow,
             (&source, &target),
-            (&stores.0, &stores.1),
+            round_stores,
             transaction.as_deref(),
             &stats,
             &topic,
@@ -102,9 +125,10 @@ pub(crate) async fn checkpoint_loop(
                     tracing::debug!(flow = %name, written, "checkpoints written");
                 }
                 stats.set_task(TASK, None);
-                if unless_stopped(&mut shutdown, prune(&flow, &source, &stores.1, slowest))
-                    .await
-                    .is_none()
+                if alone
+                    && unless_stopped(&mut shutdown, prune(&flow, &source, &stores.1, slowest))
+                        .await
+                        .is_none()
                 {
                     break;
                 }

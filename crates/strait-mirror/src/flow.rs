@@ -15,7 +15,9 @@ use crate::checkpoints::checkpoint_loop;
 use crate::client_config::connect;
 use crate::data_path::{DataPath, DataPathConfig, NotDrained, OffsetReset};
 use crate::discovery::discover;
+use crate::group::Seat;
 use crate::heartbeats::heartbeat_loop;
+use crate::holdings::{wait_for_singleton, while_held, Change, Holdings};
 use crate::internal_topics::{retry_until_stopped, unless_stopped};
 use crate::offset_map::OffsetMap;
 use crate::offset_syncs::OffsetSyncs;
@@ -90,15 +92,18 @@ impl Process {
     }
 }
 
-/// Starts mirroring `flow` on the current tokio runtime, within `process`'s budget.
-pub fn run_flow(flow: FlowConfig, process: &Process) -> FlowHandle {
+/// Starts mirroring `flow` on the current tokio runtime, within `process`'s budget: what its
+/// `seat` assigns it, or everything if it is alone.
+pub fn run_flow(flow: FlowConfig, process: &Process, seat: Seat) -> FlowHandle {
     let stats = Arc::new(Stats::new(&flow.source.alias, &flow.target.alias));
     let (shutdown, signal) = watch::channel(false);
     let process = process.clone();
     let task = tokio::spawn({
         let stats = stats.clone();
         async move {
-            let result = flow_loop(flow, process, stats.clone(), signal).await;
+            seat.register(&stats);
+            let holdings = Holdings::new(&flow, seat);
+            let result = flow_loop(flow, process, stats.clone(), holdings, signal).await;
             match &result {
                 Ok(()) => stats.set_state(FlowState::Stopped, None),
                 Err(error) => stats.set_state(FlowState::Failed, Some(error.to_string())),
@@ -137,6 +142,7 @@ async fn flow_loop(
     flow: FlowConfig,
     process: Process,
     stats: Arc<Stats>,
+    mut holdings: Holdings,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), MirrorError> {
     let Some(target) = start_up(&flow, &stats, &mut shutdown, || {
@@ -146,14 +152,19 @@ async fn flow_loop(
     else {
         return Ok(());
     };
-    let heartbeats = tokio::spawn(heartbeat_loop(
-        flow.clone(),
-        target.clone(),
-        stats.clone(),
-        shutdown.clone(),
-    ));
     let name = flow.name();
     let stop_within = process.shutdown_timeout;
+    let heartbeats = tokio::spawn(while_held(
+        holdings.singleton(),
+        shutdown.clone(),
+        stop_within,
+        name.clone(),
+        "heartbeats",
+        {
+            let (flow, target, stats) = (flow.clone(), target.clone(), stats.clone());
+            move |stop| heartbeat_loop(flow.clone(), target.clone(), stats.clone(), stop)
+        },
+    ));
     let result = if flow.enabled {
         loop {
             let run = data_loop(
@@ -161,6 +172,7 @@ async fn flow_loop(
                 target.clone(),
                 process.clone(),
                 stats.clone(),
+                &mut holdings,
                 shutdown.clone(),
             );
             match run.await {
@@ -170,13 +182,29 @@ async fn flow_loop(
                     tracing::warn!(flow = %name, %error);
                     stats.set_state(FlowState::Starting, Some(error.to_string()));
                 }
-                result => break result,
+                // Exactly-once mode: the group gave the flow to another member, whose
+                // producer fences this one; wait until it comes back.
+                Ok(RunEnd::HandedOver) => {
+                    tracing::info!(flow = %name, "the group gave the flow to another member; committed and stopped");
+                    stats.set_state(
+                        FlowState::Starting,
+                        Some("held by another member of the group".to_owned()),
+                    );
+                }
+                Ok(RunEnd::Stopped) => break Ok(()),
+                Err(error) => break Err(error),
             }
         }
     } else {
         stats.set_state(FlowState::Running, None);
-        // A heartbeat-only flow (MM2 runs one for every pair) lives until shutdown.
-        let _ = shutdown.wait_for(|stop| *stop).await;
+        // A heartbeat-only flow (MM2 runs one for every pair) lives until shutdown; in a group
+        // it holds at most its singleton (the heartbeats).
+        while !*shutdown.borrow() {
+            tokio::select! {
+                share = holdings.next_share() => holdings.pass(&share),
+                _ = shutdown.changed() => {}
+            }
+        }
         Ok(())
     };
     end_task(&name, "heartbeats", heartbeats, stop_within).await;
@@ -185,7 +213,7 @@ async fn flow_loop(
 
 /// Waits up to `within` for a periodic task that was told to stop, then aborts it: a task
 /// stuck on an unreachable cluster must not hold the process up.
-async fn end_task(flow: &str, name: &str, mut task: JoinHandle<()>, within: Duration) {
+pub(crate) async fn end_task(flow: &str, name: &str, mut task: JoinHandle<()>, within: Duration) {
     match tokio::time::timeout(within, &mut task).await {
         Ok(Ok(())) => {}
         Ok(Err(error)) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
@@ -273,17 +301,44 @@ async fn set_up(flow: &FlowConfig, target: &KafkaClient, stats: &Stats) -> Resul
     })
 }
 
+/// How a run of the data path ended without an error.
+enum RunEnd {
+    /// Told to stop.
+    Stopped,
+    /// Exactly-once mode: the group gave the flow to another member.
+    HandedOver,
+}
+
 async fn data_loop(
     flow: FlowConfig,
     target: KafkaClient,
     process: Process,
     stats: Arc<Stats>,
+    holdings: &mut Holdings,
     mut shutdown: watch::Receiver<bool>,
-) -> Result<(), MirrorError> {
-    let name = flow.name();
+) -> Result<RunEnd, MirrorError> {
+    // Exactly-once mode: the flow is never split, and InitProducerId fences whoever holds its
+    // transactional id; so only its owner in the group goes on.
+    if flow.exactly_once && holdings.is_grouped() && !wait_for_singleton(holdings, &mut shutdown).await {
+        return Ok(RunEnd::Stopped);
+    }
     let Some(setup) = start_up(&flow, &stats, &mut shutdown, || set_up(&flow, &target, &stats)).await? else {
-        return Ok(());
+        return Ok(RunEnd::Stopped);
     };
+    let result = mirror(flow, (setup, target), process, stats, holdings, shutdown).await;
+    holdings.end_run();
+    result
+}
+
+async fn mirror(
+    flow: FlowConfig,
+    (setup, target): (Setup, KafkaClient),
+    process: Process,
+    stats: Arc<Stats>,
+    holdings: &mut Holdings,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<RunEnd, MirrorError> {
+    let name = flow.name();
     let (source, target_brokers) = (setup.source, setup.target_brokers);
     // Metadata, offsets, internal topics, config and ACL sync: the clients' shared connections.
     stats.count_connections(&flow.source.alias, "admin", source.config().connection.counter.clone());
@@ -292,35 +347,60 @@ async fn data_loop(
     let offset_map = Arc::new(setup.offset_map);
     let syncs = setup.syncs.map(Arc::new);
     let transaction = setup.transaction;
-    let config_sync = tokio::spawn(config_sync_loop(
-        flow.clone(),
-        source.clone(),
-        target.clone(),
-        shutdown.clone(),
-    ));
-    let acl_sync = tokio::spawn(acl_sync_loop(
-        flow.clone(),
-        source.clone(),
-        target.clone(),
-        stats.clone(),
-        shutdown.clone(),
-    ));
+    // The singleton jobs: run by one member of the group, for as long as it holds them, and
+    // stopped with this run.
+    let (stop_jobs, jobs_stopped) = watch::channel(false);
+    let singleton_job = |task: &'static str| {
+        (
+            holdings.singleton(),
+            jobs_stopped.clone(),
+            process.shutdown_timeout,
+            name.clone(),
+            task,
+        )
+    };
+    let config_sync = tokio::spawn({
+        let (held, stopped, within, flow_name, task) = singleton_job("config sync");
+        let (flow, source, target) = (flow.clone(), source.clone(), target.clone());
+        while_held(held, stopped, within, flow_name, task, move |stop| {
+            config_sync_loop(flow.clone(), source.clone(), target.clone(), stop)
+        })
+    });
+    let acl_sync = tokio::spawn({
+        let (held, stopped, within, flow_name, task) = singleton_job("ACL sync");
+        let (flow, source, target, stats) = (flow.clone(), source.clone(), target.clone(), stats.clone());
+        while_held(held, stopped, within, flow_name, task, move |stop| {
+            acl_sync_loop(flow.clone(), source.clone(), target.clone(), stats.clone(), stop)
+        })
+    });
     // As in MM2, checkpoints need offset syncs to be emitted.
     let checkpoints = syncs.is_some().then(|| {
-        tokio::spawn(checkpoint_loop(
-            flow.clone(),
-            source.clone(),
-            target.clone(),
+        let (held, stopped, within, flow_name, task) = singleton_job("checkpoints");
+        let (flow, source, target, stats) = (flow.clone(), source.clone(), target.clone(), stats.clone());
+        let (stores, transaction, alone) = (
             (progress.clone(), offset_map.clone()),
             transaction.clone(),
-            stats.clone(),
-            shutdown.clone(),
-        ))
+            holdings.alone(),
+        );
+        tokio::spawn(while_held(held, stopped, within, flow_name, task, move |stop| {
+            checkpoint_loop(
+                flow.clone(),
+                source.clone(),
+                target.clone(),
+                stores.clone(),
+                transaction.clone(),
+                (stats.clone(), alone.clone()),
+                stop,
+            )
+        }))
     });
     let stores = (&progress, &offset_map, &syncs);
     let mut config = data_path_config(&flow, (&source, &target), &process, &stats, stores);
     config.transaction = transaction.clone();
     let data_path = DataPath::start(config).await?;
+    if let Some(share) = holdings.current_share() {
+        holdings.take(&share, &data_path);
+    }
     tracing::info!(flow = %name, "flow started");
     stats.set_state(FlowState::Running, None);
     if flow.policy.kind() == strait_config::PolicyKind::Identity {
@@ -341,9 +421,24 @@ async fn data_loop(
     // Exactly-once mode: why the open transaction was aborted, or the producer fenced, which
     // ends this run.
     let mut ended: Option<Result<String, MirrorError>> = None;
-    while !*shutdown.borrow() && ended.is_none() {
+    let mut handed_over = false;
+    while !*shutdown.borrow() && ended.is_none() && !handed_over {
+        if let Err(error) = holdings.acquire(&data_path, (&progress, &offset_map)).await {
+            tracing::warn!(flow = %name, %error, "cannot read the stored progress of acquired partitions; retrying");
+        }
         if next_refresh.is_some_and(|at| tokio::time::Instant::now() >= at) {
-            match unless_stopped(&mut shutdown, discover(&flow, &source, &target, target_brokers)).await {
+            // In a group, remote topics are created by the singleton's holder, and each member
+            // mirrors what it was assigned (placed again here, should a start not be found).
+            let discovery = async {
+                if !holdings.is_grouped() {
+                    return discover(&flow, &source, &target, target_brokers).await;
+                }
+                if holdings.holds_singleton() {
+                    discover(&flow, &source, &target, target_brokers).await?;
+                }
+                Ok(holdings.routes())
+            };
+            match unless_stopped(&mut shutdown, discovery).await {
                 None => continue,
                 Some(Ok(routes)) => {
                     data_path.add(routes);
@@ -399,11 +494,26 @@ async fn data_loop(
                 ended = commit(&name, transaction, stores, within_of(&process)).await.transpose();
                 flush.reset();
             }
+            change = holdings.next_change() => match change {
+                Change::Share(share) => {
+                    holdings.take(&share, &data_path);
+                    handed_over = flow.exactly_once && !holdings.holds_singleton();
+                }
+                Change::Released(released, drained) => {
+                if drained.is_err() {
+                    // Their positions stay where the last acknowledged batch left them: the
+                    // new owner mirrors the rest again (duplicates, never gaps).
+                    tracing::warn!(flow = %name, partitions = released.len(), "revoked partitions were not drained in time; their unacknowledged batches are mirrored again by their new owner");
+                }
+                    release(&name, &released, stores, within_of(&process)).await;
+                    holdings.forget(&released, &stats);
+                }
+            },
             _ = sleep_until(next_refresh) => {}
             _ = shutdown.changed() => {}
         }
     }
-    if ended.is_none() {
+    if ended.is_none() && !handed_over {
         tracing::info!(flow = %name, "stopping: waiting for the batches on the wire");
         stats.set_state(FlowState::Stopping, None);
     }
@@ -427,30 +537,21 @@ async fn data_loop(
                 }
             }
         }
-        let restarting = !*shutdown.borrow();
+        // The run ends (and the next one, if any, starts them again).
+        let _ = stop_jobs.send(true);
         for (task, handle) in [("config sync", config_sync), ("ACL sync", acl_sync)]
             .into_iter()
             .chain(checkpoints.map(|handle| ("checkpoints", handle)))
         {
-            if restarting {
-                // The run ends but the process goes on (not told to stop, so they would not
-                // end by themselves): the next run starts them again.
-                handle.abort();
-                if let Err(error) = handle.await {
-                    if error.is_panic() {
-                        std::panic::resume_unwind(error.into_panic());
-                    }
-                }
-            } else {
-                end_task(&name, task, handle, within).await;
-            }
+            end_task(&name, task, handle, within).await;
         }
         return match ended {
             Err(fatal) => Err(fatal),
             Ok(Ended::Aborted(why)) => Err(MirrorError::TransactionAborted { flow: name, why }),
+            Ok(Ended::Committed(_)) if handed_over => drained.ok().flatten().map_or(Ok(RunEnd::HandedOver), Err),
             Ok(Ended::Committed(_)) => {
                 tracing::info!(flow = %name, records = stats.records(), bytes = stats.bytes(), "flow stopped");
-                drained.ok().flatten().map_or(Ok(()), Err)
+                drained.ok().flatten().map_or(Ok(RunEnd::Stopped), Err)
             }
         };
     }
@@ -496,6 +597,7 @@ async fn data_loop(
         tracing::error!(flow = %name, %error, "the last progress was not stored; a restart repeats what it covered");
         first_error.get_or_insert(error);
     }
+    let _ = stop_jobs.send(true);
     for (task, handle) in [("config sync", config_sync), ("ACL sync", acl_sync)]
         .into_iter()
         .chain(checkpoints.map(|handle| ("checkpoints", handle)))
@@ -503,7 +605,34 @@ async fn data_loop(
         end_task(&name, task, handle, within).await;
     }
     tracing::info!(flow = %name, records = stats.records(), bytes = stats.bytes(), "flow stopped");
-    first_error.map_or(Ok(()), Err)
+    first_error.map_or(Ok(RunEnd::Stopped), Err)
+}
+
+/// Stores what a release left recorded (the offset map, offset syncs, then progress, as the
+/// periodic flush does), so that the partitions' new owner starts where this process ended.
+/// A write that fails costs duplicates there, never gaps: the member goes on regardless.
+async fn release(
+    name: &str,
+    partitions: &[(String, i32)],
+    (progress, offset_map, syncs): Stores<'_>,
+    within: Duration,
+) {
+    if let Err(error) = bounded(within, "offset map", || offset_map.flush()).await {
+        tracing::warn!(flow = %name, %error, "the offset map of released partitions was not stored");
+    }
+    if let Some(syncs) = syncs {
+        if let Err(error) = bounded(within, "offset syncs", || syncs.flush()).await {
+            tracing::warn!(flow = %name, %error, "the offset syncs of released partitions were not stored");
+        }
+    }
+    match bounded(within, "progress", || progress.flush()).await {
+        Ok(()) => {
+            tracing::info!(flow = %name, partitions = partitions.len(), "released partitions; their progress is stored")
+        }
+        Err(error) => {
+            tracing::warn!(flow = %name, %error, "the progress of released partitions was not stored; their new owner repeats what it covered")
+        }
+    }
 }
 
 /// How long a transaction's requests on the wire may take to be answered before it aborts.

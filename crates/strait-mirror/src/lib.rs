@@ -19,6 +19,9 @@
 //! # Layout
 //!
 //! - `flow`: one flow's life: set-up, topic discovery, the periodic flush, shutdown.
+//! - `group`: scale-out: the processes of one configuration share each target cluster's flows
+//!   through Kafka's group protocol ([`Membership`]); `holdings`: a flow's share applied to its
+//!   data path (acquired partitions started from stored progress, revoked ones drained first).
 //! - `data_path`: the router placing each partition with the fetcher of its source leader and
 //!   the producer of its target leader, again when a leader moves.
 //! - `source`: `fetcher` (one per source broker: connection, fetch session, one Fetch in flight)
@@ -48,7 +51,9 @@ mod data_path;
 mod discovery;
 mod error;
 mod flow;
+mod group;
 mod heartbeats;
+mod holdings;
 mod internal_topics;
 mod lag;
 mod metrics;
@@ -70,6 +75,7 @@ pub use cutover::{read_group, read_group_back, GroupPartition, GroupReadiness};
 pub use data_path::OffsetReset;
 pub use error::{FencedProducer, MirrorError};
 pub use flow::{run_flow, transactional_id, FlowHandle, Process};
+pub use group::{Membership, Seat};
 pub use lag::{read_flow_report, read_lag, FlowReport};
 pub use metrics::{write_io_prometheus, PrometheusText};
 pub use offset_map::{OffsetMap, Translation};

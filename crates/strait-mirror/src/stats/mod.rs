@@ -580,6 +580,25 @@ impl Stats {
             .clone()
     }
 
+    /// Each mirrored partition's acknowledged bytes per second over the last minute, as the
+    /// group's leader balances them.
+    pub(crate) fn partition_rates(&self) -> Vec<((String, i32), u64)> {
+        let now = now_ms();
+        let partitions = self.partitions.lock().expect("stats lock");
+        partitions
+            .iter()
+            .map(|(key, stats)| (key.clone(), stats.update(|inner, _| inner.bytes.rate(now)) as u64))
+            .collect()
+    }
+
+    /// Drops a partition this process no longer mirrors (its group gave it to another member).
+    pub(crate) fn forget_partition(&self, topic: &str, partition: i32) {
+        self.partitions
+            .lock()
+            .expect("stats lock")
+            .remove(&(topic.to_owned(), partition));
+    }
+
     /// A request to `cluster` took `elapsed`.
     pub(crate) fn record_request(&self, cluster: &str, api: &'static str, elapsed: Duration) {
         let mut requests = self.requests.lock().expect("stats lock");

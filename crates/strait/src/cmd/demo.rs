@@ -106,7 +106,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let flow = config.flow("source", "target").context("the demo flow")?.clone();
     let remote = flow.remote_topic(topic);
     let started = Instant::now();
-    let handle = strait_mirror::run_flow(flow, &strait_mirror::Process::new(&config));
+    let handle = strait_mirror::run_flow(
+        flow,
+        &strait_mirror::Process::new(&config),
+        strait_mirror::Seat::alone(),
+    );
     let target_client = KafkaClient::connect(ClientConfig::new(&target.bootstrap_servers())).await?;
     let deadline = Instant::now() + std::time::Duration::from_secs(300);
     loop {

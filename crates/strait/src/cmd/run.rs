@@ -56,9 +56,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         None => None,
     };
     let process = strait_mirror::Process::new(&config);
+    // Every process of this configuration joins a group on each target cluster, and mirrors
+    // the share it is assigned (everything, alone).
+    let membership = Arc::new(strait_mirror::Membership::start(&config, &flows));
     let handles: Vec<_> = flows
         .into_iter()
-        .map(|flow| strait_mirror::run_flow(flow, &process))
+        .map(|flow| {
+            let seat = membership.seat(&flow);
+            strait_mirror::run_flow(flow, &process, seat)
+        })
         .collect();
     let stats: Vec<Arc<Stats>> = handles.iter().map(|h| h.stats().clone()).collect();
     let mut background = Vec::new();
@@ -68,6 +74,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             listener,
             Arc::new(stats.clone()),
             process.budget.clone(),
+            membership.clone(),
         )));
     }
     let progress_line = std::io::stderr().is_terminal();
@@ -115,6 +122,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             }
         }
     }
+    // Once the flows stored their progress: the group's other members start from it.
+    membership.stop(config.shutdown_timeout()).await;
     // The errors again, last, so that the exit message alone says which cluster failed and why.
     anyhow::ensure!(
         errors.is_empty(),

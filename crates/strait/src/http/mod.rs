@@ -13,7 +13,7 @@ use axum::http::{header, Method, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use strait_mirror::{Budget, PrometheusText, Stats};
+use strait_mirror::{Budget, Membership, PrometheusText, Stats};
 use tokio::net::TcpListener;
 
 mod history;
@@ -26,16 +26,18 @@ use history::History;
 struct Site {
     flows: Arc<Vec<Arc<Stats>>>,
     budget: Arc<Budget>,
+    groups: Arc<Membership>,
     history: Arc<History>,
 }
 
 /// Serves the endpoint on `listener`, and keeps the status page's samples, for as long as the
 /// task runs.
-pub async fn serve(listener: TcpListener, flows: Arc<Vec<Arc<Stats>>>, budget: Arc<Budget>) {
+pub async fn serve(listener: TcpListener, flows: Arc<Vec<Arc<Stats>>>, budget: Arc<Budget>, groups: Arc<Membership>) {
     let history = Arc::new(History::new(flows.len()));
     let site = Site {
         flows: flows.clone(),
         budget,
+        groups,
         history: history.clone(),
     };
     let app = Router::new()
@@ -59,6 +61,7 @@ async fn metrics(State(site): State<Site>) -> impl IntoResponse {
     let mut text = PrometheusText::default();
     site.budget.write_prometheus(&mut text);
     strait_mirror::write_io_prometheus(&mut text);
+    site.groups.write_prometheus(&mut text);
     for flow in site.flows.iter() {
         flow.write_prometheus(&mut text);
     }
@@ -79,7 +82,7 @@ async fn status(State(site): State<Site>) -> impl IntoResponse {
     let io = serde_json::json!({
         "io_uring_connections": strait_client::Ring::started().map_or(0, |ring| ring.stats().sockets()),
     });
-    let body = serde_json::json!({ "flows": flows, "buffer": buffer, "io": io });
+    let body = serde_json::json!({ "flows": flows, "buffer": buffer, "io": io, "groups": site.groups.status() });
     (
         [(header::CONTENT_TYPE, "application/json")],
         serde_json::to_string_pretty(&body).unwrap_or_default(),

@@ -1,0 +1,566 @@
+//! Scale-out: `strait run` processes of one configuration share the partitions through Kafka's
+//! group protocol on the target cluster. Each member's `/status` says what it holds; the target
+//! says what arrived, and Kafka's console consumer counts it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use strait_tests::*;
+
+use crate::exactly_once::java_consume;
+use crate::faults::proxied_cluster;
+use crate::mirror::{write_numbered, write_numbered_from};
+
+/// Short timeouts, so that a dead member is noticed within seconds.
+const GROUP_KEYS: &str = "session.timeout.ms = 6000\nheartbeat.interval.ms = 500\nrebalance.timeout.ms = 20000\n";
+
+/// One `strait run` of a group, serving `/status` on its own port, logging to a file.
+struct Member {
+    name: String,
+    process: StraitProcess,
+    port: u16,
+    log: PathBuf,
+    config: PathBuf,
+}
+
+impl Member {
+    fn start(name: &str, properties: &str) -> Member {
+        let port = free_port();
+        let config = std::env::temp_dir().join(format!("{}.properties", unique(name)));
+        std::fs::write(
+            &config,
+            format!("{properties}strait.http.listener = 127.0.0.1:{port}\n"),
+        )
+        .unwrap();
+        let log = config.with_extension("log");
+        let child = std::process::Command::new(strait_binary())
+            .arg("run")
+            .arg(&config)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Member {
+            name: name.to_owned(),
+            process: StraitProcess(child),
+            port,
+            log,
+            config,
+        }
+    }
+
+    /// The member's group as its `/status` shows it, once it serves one.
+    async fn group(&self) -> Option<Value> {
+        let (_, body) = http_get(self.port, "/status").await?;
+        let status: Value = serde_json::from_str(&body).ok()?;
+        status["groups"].get(0).cloned()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.config);
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// The partitions a member's group status says it holds, as `topic-partition`.
+fn held(group: &Value) -> BTreeSet<String> {
+    group["held"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|flow| flow["partitions"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p.as_str().map(str::to_owned))
+        .collect()
+}
+
+fn holds_singleton(group: &Value) -> bool {
+    group["held"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|flow| flow["singleton"] == Value::Bool(true))
+}
+
+/// Waits until the members agree on one generation in which each of `partitions` is held by
+/// exactly one of them and one holds the singleton; returns who holds what.
+async fn settled(members: &[&Member], partitions: &BTreeSet<String>) -> BTreeMap<String, BTreeSet<String>> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let mut groups = Vec::new();
+        for member in members {
+            groups.push(member.group().await);
+        }
+        if let Some(groups) = groups.into_iter().collect::<Option<Vec<Value>>>() {
+            let generations: BTreeSet<i64> = groups.iter().map(|g| g["generation"].as_i64().unwrap_or(-1)).collect();
+            let mut all = Vec::new();
+            for group in &groups {
+                all.extend(held(group));
+            }
+            let union: BTreeSet<String> = all.iter().cloned().collect();
+            let singletons = groups.iter().filter(|g| holds_singleton(g)).count();
+            if generations.len() == 1
+                && !generations.contains(&-1)
+                && all.len() == union.len()
+                && &union == partitions
+                && singletons == 1
+            {
+                return members
+                    .iter()
+                    .zip(&groups)
+                    .map(|(m, g)| (m.name.clone(), held(g)))
+                    .collect();
+            }
+        }
+        if Instant::now() >= deadline {
+            let logs: Vec<String> = members
+                .iter()
+                .map(|m| format!("--- {}:\n{}", m.name, tail(&m.log())))
+                .collect();
+            panic!(
+                "the group did not settle on {partitions:?} within {WAIT:?}\n{}",
+                logs.join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+/// `topic-0` .. for each topic.
+fn partitions_of(topics: &[String], partitions: i32) -> BTreeSet<String> {
+    topics
+        .iter()
+        .flat_map(|t| (0..partitions).map(move |p| format!("{t}-{p}")))
+        .collect()
+}
+
+/// Numbered records written to every partition of `topics` until stopped: the batches each
+/// partition got.
+struct Writer {
+    writing: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<usize>,
+}
+
+impl Writer {
+    fn start(
+        source: &strait_client::KafkaClient,
+        topics: &[String],
+        partitions: i32,
+        first: usize,
+        per_batch: usize,
+    ) -> Writer {
+        let writing = Arc::new(AtomicBool::new(true));
+        let task = tokio::spawn({
+            let (source, topics, writing) = (source.clone(), topics.to_vec(), writing.clone());
+            async move {
+                let mut batch = first;
+                while writing.load(Ordering::Relaxed) {
+                    for topic in &topics {
+                        write_numbered_from(&source, topic, partitions, batch, 1, per_batch).await;
+                    }
+                    batch += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                batch
+            }
+        });
+        Writer { writing, task }
+    }
+
+    async fn stop(self) -> usize {
+        self.writing.store(false, Ordering::Relaxed);
+        self.task.await.unwrap()
+    }
+}
+
+/// Kafka's console consumer reads each remote topic: no record of `per_partition` numbered ones
+/// may be missing; returns the duplicates.
+fn judge(bootstrap: &str, remotes: &[String], partitions: i32, per_partition: usize) -> usize {
+    let mut duplicates = 0;
+    for remote in remotes {
+        let expected = partitions as usize * per_partition;
+        let consumed = java_consume(bootstrap, remote, "read_uncommitted", expected * 2);
+        let mut seen: BTreeMap<(i32, usize), usize> = BTreeMap::new();
+        for (partition, value) in &consumed {
+            let n: usize = value.split('-').nth(1).unwrap().parse().unwrap();
+            *seen.entry((*partition, n)).or_default() += 1;
+        }
+        let missing: Vec<(i32, usize)> = (0..partitions)
+            .flat_map(|p| (0..per_partition).map(move |n| (p, n)))
+            .filter(|key| !seen.contains_key(key))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{remote}: lost {} records, first {:?}",
+            missing.len(),
+            missing.first()
+        );
+        duplicates += consumed.len() - seen.len();
+    }
+    duplicates
+}
+
+/// The remote topics' end offsets, by `topic-partition` of the source.
+async fn remote_ends(target: &strait_client::KafkaClient, topics: &[String], partitions: i32) -> BTreeMap<String, i64> {
+    let mut ends = BTreeMap::new();
+    for topic in topics {
+        let all: Vec<i32> = (0..partitions).collect();
+        if let Ok(offsets) = target
+            .list_offsets(&format!("source.{topic}"), &all, strait_client::OffsetSpec::Latest)
+            .await
+        {
+            for (partition, end) in offsets {
+                ends.insert(format!("{topic}-{partition}"), end);
+            }
+        }
+    }
+    ends
+}
+
+/// When the target last took a heartbeat of the flow.
+async fn last_heartbeat(properties: &str) -> Option<i64> {
+    let config = strait_config::Mm2Config::parse(properties).unwrap();
+    let flow = config.flow("source", "target").unwrap();
+    strait_mirror::read_flow_report(flow).await.ok()?.last_heartbeat_ms
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_members_split_the_partitions_and_a_killed_ones_move_on_without_loss() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let prefix = unique("grp");
+    let topics: Vec<String> = ["a", "b", "c"].iter().map(|t| format!("{prefix}-{t}")).collect();
+    let (partitions, per_batch) = (4, 50);
+    for topic in &topics {
+        create_topic(&source, topic, partitions).await;
+        write_numbered(&source, topic, partitions, 20, per_batch).await;
+    }
+    let properties = mm2_properties(
+        &format!("{prefix}-.*"),
+        &format!("strait.group.id = {prefix}\n{GROUP_KEYS}emit.heartbeats.interval.seconds = 1\n"),
+    );
+    let writer = Writer::start(&source, &topics, partitions, 20, per_batch);
+    let members: Vec<Member> = (1..=3)
+        .map(|n| Member::start(&format!("member-{n}"), &properties))
+        .collect();
+    let all = partitions_of(&topics, partitions);
+    let split = settled(&members.iter().collect::<Vec<_>>(), &all).await;
+    println!(
+        "three members hold {:?}",
+        split.values().map(BTreeSet::len).collect::<Vec<_>>()
+    );
+    for (member, held) in &split {
+        assert_eq!(
+            held.len(),
+            4,
+            "{member} holds {held:?}: 12 partitions over 3 members are 4 each"
+        );
+    }
+
+    // SIGKILL the member that runs the singleton jobs (heartbeats), while records flow.
+    let mut members = members;
+    let mut victim_index = None;
+    for (i, member) in members.iter().enumerate() {
+        if member.group().await.is_some_and(|g| holds_singleton(&g)) {
+            victim_index = Some(i);
+        }
+    }
+    let mut victim = members.remove(victim_index.expect("a member holds the singleton"));
+    let moved = split[&victim.name].clone();
+    let before = remote_ends(&target, &topics, partitions).await;
+    victim.process.0.kill().unwrap();
+    victim.process.0.wait().unwrap();
+    let killed_at = Instant::now();
+    let killed_ms = now_ms();
+    // The moved partitions flow again: each one's remote end grows past where it was at the kill.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let ends = remote_ends(&target, &topics, partitions).await;
+        if moved.iter().all(|p| ends.get(p) > before.get(p)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the killed member's partitions did not move on within {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let recovery = killed_at.elapsed();
+    let survivors: Vec<&Member> = members.iter().collect();
+    let after = settled(&survivors, &all).await;
+    for (member, held) in &after {
+        assert!(
+            held.is_superset(&split[member]),
+            "{member} lost partitions it held: {:?} then {held:?}",
+            split[member]
+        );
+    }
+    // The heartbeats moved with the singleton: the target takes new ones.
+    wait_until("heartbeats after the kill", || async {
+        last_heartbeat(&properties).await.is_some_and(|t| t > killed_ms + 1000)
+    })
+    .await;
+
+    let batches = writer.stop().await;
+    let per_partition = batches * per_batch;
+    let remotes: Vec<String> = topics.iter().map(|t| format!("source.{t}")).collect();
+    for remote in &remotes {
+        wait_until_complete(&target, remote, (partitions as usize * per_partition) as i64).await;
+    }
+    let duplicates = judge(
+        &clusters.target.bootstrap_servers(),
+        &remotes,
+        partitions,
+        per_partition,
+    );
+    println!(
+        "SIGKILL of a member: its {} partitions flowed again after {recovery:.1?} (session.timeout.ms 6000); \
+         {} records, 0 lost, {duplicates} duplicated",
+        moved.len(),
+        topics.len() * partitions as usize * per_partition
+    );
+    drop(victim);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_joining_member_takes_partitions_while_the_others_keep_mirroring() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let prefix = unique("join");
+    let topics = vec![format!("{prefix}-a"), format!("{prefix}-b")];
+    let (partitions, per_batch) = (3, 50);
+    for topic in &topics {
+        create_topic(&source, topic, partitions).await;
+    }
+    let properties = mm2_properties(
+        &format!("{prefix}-.*"),
+        &format!("strait.group.id = {prefix}\n{GROUP_KEYS}"),
+    );
+    let writer = Writer::start(&source, &topics, partitions, 0, per_batch);
+    let first = Member::start("first", &properties);
+    let second = Member::start("second", &properties);
+    let all = partitions_of(&topics, partitions);
+    let before = settled(&[&first, &second], &all).await;
+
+    // The stayers' positions keep advancing through the rebalance: sampled all along.
+    let third = Member::start("third", &properties);
+    let start_ends = remote_ends(&target, &topics, partitions).await;
+    let after = settled(&[&first, &second, &third], &all).await;
+    let end_ends = remote_ends(&target, &topics, partitions).await;
+    for name in ["first", "second"] {
+        assert!(
+            after[name].is_subset(&before[name]),
+            "{name} only gave partitions up: {:?} then {:?}",
+            before[name],
+            after[name]
+        );
+    }
+    let moved: BTreeSet<&String> = after["third"].iter().collect();
+    assert_eq!(
+        moved.len(),
+        2,
+        "6 partitions over 3 members: the newcomer takes 2, {moved:?}"
+    );
+    for partition in after["first"].iter().chain(&after["second"]) {
+        assert!(
+            end_ends.get(partition) > start_ends.get(partition),
+            "{partition} stayed with its member and kept advancing through the rebalance"
+        );
+    }
+    // Only the moved ones were released.
+    let released: usize = [&first, &second]
+        .iter()
+        .map(|m| m.log().matches("releasing revoked partitions").count())
+        .sum();
+    assert!(released >= 1, "the moved partitions were released");
+
+    let batches = writer.stop().await;
+    let remotes: Vec<String> = topics.iter().map(|t| format!("source.{t}")).collect();
+    for remote in &remotes {
+        wait_until_complete(&target, remote, (partitions as usize * batches * per_batch) as i64).await;
+    }
+    let duplicates = judge(
+        &clusters.target.bootstrap_servers(),
+        &remotes,
+        partitions,
+        batches * per_batch,
+    );
+    println!("a member joined: {moved:?} moved, 0 lost, {duplicates} duplicated");
+    assert!(first.process_alive() && second.process_alive() && third.process_alive());
+}
+
+impl Member {
+    /// Stops it with SIGTERM; whether it exited with success.
+    fn terminate(&mut self) -> bool {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.process.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.process.0.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+
+    fn process_alive(&self) -> bool {
+        std::process::Command::new("kill")
+            .args(["-0", &self.process.0.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_static_member_restarted_within_the_session_keeps_its_partitions_without_a_rebalance() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let prefix = unique("static");
+    let topics = vec![format!("{prefix}-a")];
+    let partitions = 4;
+    create_topic(&source, &topics[0], partitions).await;
+    write_numbered(&source, &topics[0], partitions, 5, 50).await;
+    let properties = mm2_properties(
+        &format!("{prefix}-.*"),
+        &format!("strait.group.id = {prefix}\n{GROUP_KEYS}"),
+    );
+    let one = Member::start("one", &format!("{properties}group.instance.id = one\n"));
+    let two = Member::start("two", &format!("{properties}group.instance.id = two\n"));
+    let all = partitions_of(&topics, partitions);
+    let before = settled(&[&one, &two], &all).await;
+    let generation = one.group().await.unwrap()["generation"].as_i64().unwrap();
+
+    // A rolling restart of `two`: stopped cleanly (a static member does not leave) and started again.
+    let mut two = two;
+    assert!(two.terminate(), "a clean stop: {}", tail(&two.log()));
+    drop(two);
+    let two = Member::start("two", &format!("{properties}group.instance.id = two\n"));
+    let after = settled(&[&one, &two], &all).await;
+    assert_eq!(after, before, "the same partitions with the same members");
+    let group = one.group().await.unwrap();
+    assert_eq!(
+        group["generation"].as_i64().unwrap(),
+        generation,
+        "no rebalance: the generation stayed; {}",
+        tail(&two.log())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn members_with_different_filters_do_not_share_and_say_why() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let prefix = unique("filters");
+    let topics = vec![format!("{prefix}-a")];
+    let partitions = 3;
+    create_topic(&source, &topics[0], partitions).await;
+    let group_keys = format!("strait.group.id = {prefix}\n{GROUP_KEYS}");
+    let leader = Member::start("leader", &mm2_properties(&format!("{prefix}-.*"), &group_keys));
+    let all = partitions_of(&topics, partitions);
+    settled(&[&leader], &all).await;
+    let other = Member::start("other", &mm2_properties(&format!("{prefix}-a|unrelated"), &group_keys));
+    let deadline = Instant::now() + WAIT;
+    let refused = loop {
+        if let Some(group) = other.group().await {
+            if let Some(why) = group["refused"].as_str() {
+                break (why.to_owned(), held(&group));
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the other member was not refused: {}",
+            tail(&other.log())
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        refused.0.contains("source->target.topics"),
+        "the differing key is named: {}",
+        refused.0
+    );
+    assert!(refused.1.is_empty(), "a refused member holds nothing: {:?}", refused.1);
+    assert!(other.log().contains("source->target.topics"), "and says so in its log");
+    // The leader keeps everything.
+    assert_eq!(held(&leader.group().await.unwrap()), all);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_member_cut_off_from_the_coordinator_stops_before_its_session_ends() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let (target_cluster, proxy, bootstrap) = proxied_cluster("group-cut").await;
+    let prefix = unique("cut");
+    let topics = vec![format!("{prefix}-a")];
+    let (partitions, per_batch) = (2, 50);
+    create_topic(&source, &topics[0], partitions).await;
+    let properties = mm2_properties(
+        &format!("{prefix}-.*"),
+        &format!("strait.group.id = {prefix}\n{GROUP_KEYS}"),
+    )
+    .replace(&clusters.target.bootstrap_servers(), &bootstrap);
+    let writer = Writer::start(&source, &topics, partitions, 0, per_batch);
+    let member = Member::start("cut", &properties);
+    let all = partitions_of(&topics, partitions);
+    settled(&[&member], &all).await;
+
+    // Cut off: every connection closed, and new ones refused.
+    let upstream = target_cluster.bootstrap_servers().parse().unwrap();
+    proxy.set_upstream(format!("127.0.0.1:{}", free_port()).parse().unwrap());
+    proxy.cut_connections();
+    let cut = Instant::now();
+    let deadline = cut + Duration::from_secs(6);
+    loop {
+        let group = member.group().await.expect("/status answers");
+        if held(&group).is_empty() && !holds_singleton(&group) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still holding {:?} at the end of the session timeout: {}",
+            held(&group),
+            tail(&member.log())
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let released_after = cut.elapsed();
+    assert!(
+        member.log().contains("releasing every partition"),
+        "{}",
+        tail(&member.log())
+    );
+
+    // Back in touch: it joins again and mirrors everything, nothing lost.
+    proxy.set_upstream(upstream);
+    settled(&[&member], &all).await;
+    let batches = writer.stop().await;
+    let target = client(&target_cluster).await;
+    let remotes: Vec<String> = topics.iter().map(|t| format!("source.{t}")).collect();
+    for remote in &remotes {
+        wait_until_complete(&target, remote, (partitions as usize * batches * per_batch) as i64).await;
+    }
+    let duplicates = judge(
+        &target_cluster.bootstrap_servers(),
+        &remotes,
+        partitions,
+        batches * per_batch,
+    );
+    println!("cut off from the coordinator: stopped after {released_after:.1?} (session 6 s); 0 lost, {duplicates} duplicated");
+}
