@@ -184,9 +184,17 @@ pub fn strait_binary() -> &'static std::path::Path {
 }
 
 /// An `mm2.properties` for the flow `source->target` between the shared clusters, replicating
-/// topics matching `topics`, followed by `extra` lines.
+/// topics matching `topics`, followed by `extra` lines. Unless `extra` names one, it has a
+/// `strait.group.id` of its own: `strait run`s of different tests, all of the flow
+/// `source->target` into the shared target, would otherwise meet in one group (and all but
+/// the leader's configuration be refused).
 pub fn mm2_properties(topics: &str, extra: &str) -> String {
     let clusters = clusters();
+    let group = if extra.contains("strait.group.id") {
+        String::new()
+    } else {
+        format!("strait.group.id = {}\n", unique("strait-test"))
+    };
     format!(
         "clusters = source, target\n\
          source.bootstrap.servers = {}\n\
@@ -194,7 +202,7 @@ pub fn mm2_properties(topics: &str, extra: &str) -> String {
          source->target.enabled = true\n\
          source->target.topics = {topics}\n\
          replication.factor = 1\n\
-         {extra}\n",
+         {group}{extra}\n",
         clusters.source.bootstrap_servers(),
         clusters.target.bootstrap_servers()
     )

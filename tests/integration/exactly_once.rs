@@ -473,7 +473,11 @@ async fn read_committed(
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_second_process_on_the_same_configuration_fences_the_first() {
+/// Processes of one configuration share the work through their group (one holds an
+/// exactly-once flow, the others stand by); a process outside it (another `strait.group.id`) on
+/// the same flow is not coordinated with, and the transactional ids keep the two from both
+/// writing: the newer fences the older.
+async fn a_second_process_outside_the_group_on_the_same_flow_fences_the_first() {
     let clusters = clusters();
     let source = client(&clusters.source).await;
     let target = client(&clusters.target).await;
@@ -505,7 +509,14 @@ async fn a_second_process_on_the_same_configuration_fences_the_first() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (mut second, second_log) = start(&config, 2);
+    let outside = config.with_extension("outside.properties");
+    let (properties, _) = exactly_once_properties(&topic, &clusters.target.bootstrap_servers());
+    std::fs::write(
+        &outside,
+        format!("{properties}strait.group.id = {}\n", unique("outside")),
+    )
+    .unwrap();
+    let (mut second, second_log) = start(&outside, 2);
     // The second's InitProducerId fences the first, whose next write or commit is refused.
     let started = std::time::Instant::now();
     let status = loop {
@@ -531,7 +542,7 @@ async fn a_second_process_on_the_same_configuration_fences_the_first() {
     writer.await.unwrap();
     second.0.kill().unwrap();
     second.0.wait().unwrap();
-    for file in [&first_log, &second_log, &config] {
+    for file in [&first_log, &second_log, &config, &outside] {
         let _ = std::fs::remove_file(file);
     }
     println!("fenced after {:?}", started.elapsed());

@@ -28,6 +28,7 @@ fn properties(topic: &str, client_secret: &str) -> String {
          target.bootstrap.servers = {}\n\
          source->target.enabled = true\n\
          source->target.topics = {topic}\n\
+         strait.group.id = strait-test-{topic}\n\
          replication.factor = 1\n\
          emit.checkpoints.interval.seconds = 1\n",
         clusters

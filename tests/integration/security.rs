@@ -44,11 +44,17 @@ fn sasl_ssl_lines(alias: &str, listeners: &SecureListeners, mechanism: &str, pas
     )
 }
 
+/// `properties` with a `strait.group.id` of their own, so that the `strait run`s of other tests
+/// into the shared target do not meet this one in a group.
+fn with_own_group(properties: &str) -> String {
+    format!("{properties}\nstrait.group.id = {}\n", unique("strait-test"))
+}
+
 /// Runs `strait run` on `properties` until it exits or `limit` passes; returns (exit success,
 /// stdout + stderr, elapsed).
 fn run_to_exit(properties: &str, limit: Duration) -> (Option<bool>, String, Duration) {
     let config = std::env::temp_dir().join(format!("{}.properties", unique("security")));
-    std::fs::write(&config, properties).unwrap();
+    std::fs::write(&config, with_own_group(properties)).unwrap();
     let binary = strait_binary(); // Built on first use: not part of the time limit.
     let start = Instant::now();
     let mut child = Command::new(binary)
@@ -213,7 +219,7 @@ async fn mirror_topic(properties: &str, env: &[(&str, &str)], topic: &str, recor
     let clusters = clusters();
     let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
     let config = std::env::temp_dir().join(format!("{topic}.properties"));
-    std::fs::write(&config, properties).unwrap();
+    std::fs::write(&config, with_own_group(properties)).unwrap();
     let binary = strait_binary(); // Built on first use: not part of the timing.
     let started = Instant::now();
     let mut mirror = Command::new(binary)
