@@ -182,7 +182,7 @@ async fn metrics_status_and_health_of_a_running_mirror() {
 }
 
 /// The JSON `strait <args>` prints.
-fn strait_json(args: &[&OsStr]) -> serde_json::Value {
+pub(crate) fn strait_json(args: &[&OsStr]) -> serde_json::Value {
     let output = run_ok({
         let mut command = std::process::Command::new(strait_binary());
         command.args(args);
@@ -492,18 +492,32 @@ async fn shutdown_is_bounded_when_the_clusters_are_gone() {
         .expect("the writer ends with the cluster")
         .unwrap();
     assert!(written > 0, "records were written up to the kill");
-    wait_until("the heartbeats failing in /status, and /health unhealthy", || async {
-        let Some((200, body)) = http_get(port, "/status").await else {
-            return false;
-        };
-        let status: serde_json::Value = serde_json::from_str(&body).unwrap();
-        let failing = status["flows"].as_array().is_some_and(|flows| {
-            flows.iter().all(|f| {
-                f["tasks"]["heartbeats"]["state"] == "failing" && f["tasks"]["heartbeats"]["last_error"].is_string()
-            })
-        });
-        failing && http_get(port, "/health").await.is_some_and(|(code, _)| code == 503)
-    })
+    // Each flow's heartbeats fail, or (after two thirds of session.timeout.ms without its group
+    // coordinator) the process gives its share up and says so.
+    wait_until(
+        "the heartbeats failing or the group cut off in /status, and /health unhealthy",
+        || async {
+            let Some((200, body)) = http_get(port, "/status").await else {
+                return false;
+            };
+            let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+            let cut_off = |flow: &serde_json::Value| {
+                status["groups"].as_array().is_some_and(|groups| {
+                    groups
+                        .iter()
+                        .any(|g| g["cluster"] == flow["target"] && g["cut_off"].is_string())
+                })
+            };
+            let failing = status["flows"].as_array().is_some_and(|flows| {
+                flows.iter().all(|f| {
+                    (f["tasks"]["heartbeats"]["state"] == "failing"
+                        && f["tasks"]["heartbeats"]["last_error"].is_string())
+                        || cut_off(f)
+                })
+            });
+            failing && http_get(port, "/health").await.is_some_and(|(code, _)| code == 503)
+        },
+    )
     .await;
 
     let stopping = std::time::Instant::now();

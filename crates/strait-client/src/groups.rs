@@ -54,6 +54,9 @@ pub struct GroupMember {
     pub client_id: String,
     /// The host it connected from.
     pub client_host: String,
+    /// What the leader assigned it, in the group's own protocol (a consumer group's
+    /// ConsumerProtocolAssignment, a Strait group's assignment).
+    pub assignment: bytes::Bytes,
 }
 
 impl std::fmt::Display for GroupMember {
@@ -193,6 +196,7 @@ impl KafkaClient {
                         group_instance_id: m.group_instance_id.as_ref().map(|i| i.to_string()),
                         client_id: m.client_id.to_string(),
                         client_host: m.client_host.to_string(),
+                        assignment: m.member_assignment.clone(),
                     })
                     .collect(),
             })

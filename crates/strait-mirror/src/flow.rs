@@ -496,8 +496,14 @@ async fn mirror(
             }
             change = holdings.next_change() => match change {
                 Change::Share(share) => {
+                    let had_singleton = holdings.holds_singleton();
                     holdings.take(&share, &data_path);
                     handed_over = flow.exactly_once && !holdings.holds_singleton();
+                    if holdings.holds_singleton() && !had_singleton {
+                        // The new holder creates what appeared since the old one last looked
+                        // (the remote topics of the partitions just assigned, perhaps) now.
+                        next_refresh = Some(tokio::time::Instant::now());
+                    }
                 }
                 Change::Released(released, drained) => {
                 if drained.is_err() {

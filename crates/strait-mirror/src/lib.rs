@@ -75,7 +75,7 @@ pub use cutover::{read_group, read_group_back, GroupPartition, GroupReadiness};
 pub use data_path::OffsetReset;
 pub use error::{FencedProducer, MirrorError};
 pub use flow::{run_flow, transactional_id, FlowHandle, Process};
-pub use group::{Membership, Seat};
+pub use group::{describe_groups, Membership, Seat};
 pub use lag::{read_flow_report, read_lag, FlowReport};
 pub use metrics::{write_io_prometheus, PrometheusText};
 pub use offset_map::{OffsetMap, Translation};

@@ -85,6 +85,7 @@ pub(crate) fn assign(
                     candidate.member_id.clone(),
                     MemberAssignment {
                         members: 0,
+                        generation: 0,
                         refused: Some(reason),
                         units: vec![],
                     },
@@ -112,6 +113,7 @@ pub(crate) fn assign(
             candidate.member_id.clone(),
             MemberAssignment {
                 members: eligible.len() as u32,
+                generation: 0,
                 refused: None,
                 units,
             },
@@ -208,15 +210,14 @@ fn items(universe: &[FlowUniverse], claims: &BTreeMap<Unit, Claim>) -> Vec<Item>
                 .and_then(|claim| claim.rate)
                 .map(|r| u128::from(r.max(FLOOR)))
         };
-        let known: Vec<u128> = units.iter().filter_map(rate).collect();
-        // A partition nobody measured is guessed at the flow's mean.
-        let mean = match known.len() {
-            0 => u128::from(FLOOR),
-            n => known.iter().sum::<u128>() / n as u128,
-        };
+        let mut known: Vec<u128> = units.iter().filter_map(rate).collect();
+        known.sort_unstable();
+        // A partition nobody measured (new, or just handed over) is guessed at the flow's
+        // median: one hot partition does not make every unmeasured one look hot.
+        let median = known.get(known.len() / 2).copied().unwrap_or(u128::from(FLOOR));
         let weight = |unit: &Unit| match unit.part {
             None => u128::from(FLOOR),
-            Some(_) => rate(unit).unwrap_or(mean),
+            Some(_) => rate(unit).unwrap_or(median),
         };
         let owner = |unit: &Unit| claims.get(unit).map(|claim| claim.member);
         if flow.whole {
@@ -259,22 +260,28 @@ fn place(items: &mut [Item], members: usize) {
     if members == 0 {
         return;
     }
+    // Measured rates wobble from one look to the next, the floor does not: a tenth of what a
+    // member's load owes to measurements counts as noise, so that no unit moves for it.
+    let noise = |item: &Item| item.weight.saturating_sub(u128::from(FLOOR) * item.units.len() as u128) / 10;
     let mut load = vec![0u128; members];
+    let mut slack = vec![0u128; members];
     for item in items.iter() {
         if let Some(at) = item.at {
             load[at] += item.weight;
+            slack[at] += noise(item);
         }
     }
     let target = items.iter().map(|item| item.weight).sum::<u128>() / members as u128;
-    for (member, load) in load.iter_mut().enumerate() {
+    for member in 0..members {
         let mut own: Vec<usize> = (0..items.len()).filter(|&i| items[i].at == Some(member)).collect();
         // The smallest go first, so heavy partitions stay where they are.
         own.sort_by(|&a, &b| (items[a].weight, &items[a].units).cmp(&(items[b].weight, &items[b].units)));
         for i in own {
-            if *load <= target + items[i].weight {
+            if load[member] <= target + items[i].weight + slack[member] {
                 break;
             }
-            *load -= items[i].weight;
+            load[member] -= items[i].weight;
+            slack[member] -= noise(&items[i]);
             items[i].at = None;
         }
     }
@@ -292,6 +299,7 @@ fn place(items: &mut [Item], members: usize) {
         let member = least(&load);
         items[i].at = Some(member);
         load[member] += items[i].weight;
+        slack[member] += noise(&items[i]);
     }
     // Each move lowers the sum of squared loads, so this ends; the bound only caps odd weights.
     for _ in 0..items.len() {
@@ -302,6 +310,9 @@ fn place(items: &mut [Item], members: usize) {
         // partition cannot), its smallest item that does, preferring what it does not own yet.
         let Some((from, i)) = donors.into_iter().find_map(|from| {
             let gap = load[from] - load[lo];
+            if gap <= slack[from] + slack[lo] {
+                return None;
+            }
             (0..items.len())
                 .filter(|&i| items[i].at == Some(from) && items[i].weight < gap)
                 .min_by_key(|&i| (items[i].owner == Some(from), items[i].weight, &items[i].units))
@@ -312,6 +323,8 @@ fn place(items: &mut [Item], members: usize) {
         items[i].at = Some(lo);
         load[from] -= items[i].weight;
         load[lo] += items[i].weight;
+        slack[from] -= noise(&items[i]);
+        slack[lo] += noise(&items[i]);
     }
 }
 
@@ -518,6 +531,59 @@ mod tests {
     }
 
     #[test]
+    fn a_newcomer_takes_one_from_each_and_noisy_rates_move_nothing_else() {
+        // About 20 kB/s each, off by up to a tenth as measured rates are.
+        fn noisy(_: &str, partition: i32) -> u64 {
+            20_000 + [1_900, 0, 1_300, 600, 1_700, 200][partition as usize]
+        }
+        let flows = universe(&[("A->B", false, &[("t", 6)])]);
+        let previous = Assignments::from([
+            (
+                "a".to_owned(),
+                MemberAssignment {
+                    members: 2,
+                    generation: 0,
+                    refused: None,
+                    units: a_b(true, &[0, 2, 4]),
+                },
+            ),
+            (
+                "b".to_owned(),
+                MemberAssignment {
+                    members: 2,
+                    generation: 0,
+                    refused: None,
+                    units: a_b(false, &[1, 3, 5]),
+                },
+            ),
+        ]);
+        assert_eq!(
+            round(&["a", "b"], &flows, &previous, noisy),
+            previous,
+            "noise moves nothing"
+        );
+        let ids = ["a", "b", "c"];
+        let revoking = round(&ids, &flows, &previous, noisy);
+        let settled = round(&ids, &flows, &revoking, noisy);
+        assert_complete(&settled, &flows);
+        let partitions = |a: &MemberAssignment| {
+            held(a)
+                .into_iter()
+                .filter(|u| !u.ends_with('*'))
+                .collect::<BTreeSet<_>>()
+        };
+        for id in ["a", "b"] {
+            let (before, after) = (partitions(&previous[id]), partitions(&settled[id]));
+            assert!(
+                after.is_subset(&before) && before.len() - after.len() == 1,
+                "{id}: {before:?} then {after:?}"
+            );
+        }
+        assert_eq!(partitions(&settled["c"]).len(), 2, "{settled:?}");
+        assert_eq!(round(&ids, &flows, &settled, noisy), settled, "and stays");
+    }
+
+    #[test]
     fn a_double_claim_goes_to_the_later_generation_then_the_lower_id() {
         let flows = universe(&[("A->B", false, &[("t", 1)])]);
         let t0 = || a_b(false, &[0]);
@@ -553,6 +619,7 @@ mod tests {
                 "a".to_owned(),
                 MemberAssignment {
                     members: 0,
+                    generation: 0,
                     refused: None,
                     units: a_b(false, &[0]),
                 },
@@ -561,6 +628,7 @@ mod tests {
                 "b".to_owned(),
                 MemberAssignment {
                     members: 0,
+                    generation: 0,
                     refused: None,
                     units: a_b(true, &[1, 2, 3, 4, 5, 6, 7, 8]),
                 },

@@ -89,6 +89,9 @@ struct Member {
     /// What the flows hold now (as last published), and the generation it was assigned in.
     held: BTreeMap<String, FlowShare>,
     held_generation: i32,
+    /// This member gave its share up by itself (its coordinator fell silent): the generation it
+    /// still belongs to assigns it what it no longer mirrors, so it joins again.
+    given_up: bool,
     /// Shares published so far: the flows acknowledge each by this number.
     epoch: u64,
     /// When the coordinator last answered.
@@ -111,6 +114,7 @@ impl Member {
             member_id: String::new(),
             held: BTreeMap::new(),
             held_generation: -1,
+            given_up: false,
             epoch: 0,
             last_contact: Instant::now(),
             universe: Vec::new(),
@@ -202,6 +206,9 @@ impl Member {
     ) -> Result<Next, Error> {
         loop {
             self.pause(self.settings.heartbeat_interval).await;
+            if self.given_up {
+                return Ok(Next::Rejoin);
+            }
             if generation.is_leader() && self.next_universe_check.is_some_and(|at| Instant::now() >= at) {
                 let universe = self.universe().await;
                 if !same_universe(&universe, &self.universe) {
@@ -211,6 +218,9 @@ impl Member {
             }
             if let Some(next) = self.heartbeat(membership, generation).await {
                 return Ok(next);
+            }
+            if self.given_up {
+                return Ok(Next::Rejoin);
             }
         }
     }
@@ -295,6 +305,7 @@ impl Member {
                     // A Kafka error is an answer too.
                     if result.as_ref().map_or_else(|e| e.kafka_code().is_some(), |_| true) {
                         self.last_contact = Instant::now();
+                        self.shared.view.lock().expect("group lock").cut_off = None;
                     }
                     return result;
                 }
@@ -328,13 +339,12 @@ impl Member {
         let silent = self.last_contact.elapsed();
         if silent >= self.cut_off() && self.holds_anything() {
             let left = self.settings.session_timeout.saturating_sub(silent);
-            self.give_up(
-                &format!(
-                    "the group coordinator has not answered for {silent:?} (session.timeout.ms is {:?})",
-                    self.settings.session_timeout
-                ),
-                left,
+            let why = format!(
+                "the group coordinator has not answered for {silent:?} (session.timeout.ms is {:?})",
+                self.settings.session_timeout
             );
+            self.give_up(&why, left);
+            self.shared.view.lock().expect("group lock").cut_off = Some(why);
         }
     }
 
@@ -345,6 +355,7 @@ impl Member {
         }
         self.held.clear();
         self.held_generation = -1;
+        self.given_up = true;
         self.epoch += 1;
         self.shared.view.lock().expect("group lock").partitions = 0;
         self.shared.shares.send_replace(Arc::new(Share {
@@ -423,7 +434,10 @@ impl Member {
                 }),
             })
             .collect();
-        let assignments = assign(&generation.leader_id, &candidates, &self.universe);
+        let mut assignments = assign(&generation.leader_id, &candidates, &self.universe);
+        for assignment in assignments.values_mut() {
+            assignment.generation = generation.generation_id;
+        }
         let mut view = self.shared.view.lock().expect("group lock");
         view.members = generation
             .members
@@ -562,6 +576,7 @@ impl Member {
         );
         self.held = flows.clone();
         self.held_generation = generation.generation_id;
+        self.given_up = false;
         self.epoch += 1;
         self.shared.shares.send_replace(Arc::new(Share {
             epoch: self.epoch,

@@ -118,6 +118,8 @@ struct View {
     leader_id: String,
     /// Why this member holds nothing, if it was refused or lost its place.
     refused: Option<String>,
+    /// Why this member gave its share up on its own: its coordinator stopped answering.
+    cut_off: Option<String>,
     /// As the leader assigned them: member, partitions, singletons (the leader only).
     members: Vec<(String, Option<String>, usize, Vec<String>)>,
     rebalances: u64,
@@ -180,6 +182,19 @@ impl Membership {
     /// leader, and (on the leader) every member with what it holds.
     pub fn status(&self) -> Value {
         Value::Array(self.groups.iter().map(|g| g.status()).collect())
+    }
+
+    /// Why this process is unhealthy as a member: a group whose coordinator stopped answering,
+    /// so that it gave its share up. (A member refused for its configuration is not: during a
+    /// rolling restart with a new configuration it waits, by design, for the leader's turn.)
+    pub fn problems(&self) -> Vec<String> {
+        self.groups
+            .iter()
+            .filter_map(|g| {
+                let view = g.view.lock().expect("group lock");
+                view.cut_off.as_ref().map(|why| format!("group {}: {why}", g.group_id))
+            })
+            .collect()
     }
 
     /// The groups' metrics, as Prometheus text.
@@ -257,11 +272,100 @@ impl GroupShared {
             "leader_id": view.leader_id,
             "leader": !view.member_id.is_empty() && view.member_id == view.leader_id,
             "refused": view.refused,
+            "cut_off": view.cut_off,
             "rebalances": view.rebalances,
             "members": members,
             "held": held,
         })
     }
+}
+
+/// The groups of `flows` (one per target cluster) as their coordinators describe them, for
+/// `strait status`: the state, the generation, and every member with what the leader assigned
+/// it (read from DescribeGroups and decoded). A cluster that cannot be asked gets its error.
+pub async fn describe_groups(config: &Mm2Config, flows: &[FlowConfig]) -> Vec<Value> {
+    let mut targets: Vec<&FlowConfig> = flows.iter().collect();
+    targets.sort_by(|a, b| a.target.alias.cmp(&b.target.alias));
+    targets.dedup_by(|a, b| a.target.alias == b.target.alias);
+    let mut groups = Vec::new();
+    for first in targets {
+        let target = &first.target;
+        let into: Vec<FlowConfig> = flows
+            .iter()
+            .filter(|f| f.target.alias == target.alias)
+            .cloned()
+            .collect();
+        let group_id = group_id(config.group(), &into);
+        let described = async {
+            let client = crate::client_config::connect(target, strait_config::ClientRole::Admin).await?;
+            client
+                .describe_group(&group_id)
+                .await
+                .map_err(crate::MirrorError::client_at(&target.alias))
+        };
+        groups.push(match described.await {
+            Ok(group) => {
+                let mut generation = None;
+                let members: Vec<Value> = group
+                    .members
+                    .iter()
+                    .map(|member| {
+                        let assignment = protocol::MemberAssignment::decode(&member.assignment);
+                        let (refused, held, partitions) = match &assignment {
+                            Ok(a) => {
+                                generation = generation.max(Some(a.generation));
+                                (a.refused.clone(), held_json(&a.units), unit_count(&a.units))
+                            }
+                            Err(error) => (Some(format!("unreadable assignment: {error}")), json!([]), 0),
+                        };
+                        json!({
+                            "member_id": member.member_id,
+                            "group_instance_id": member.group_instance_id,
+                            "client_host": member.client_host,
+                            "refused": refused,
+                            "partitions": partitions,
+                            "held": held,
+                        })
+                    })
+                    .collect();
+                json!({
+                    "group_id": group_id,
+                    "cluster": target.alias,
+                    "state": group.state,
+                    "generation": generation,
+                    "members": members,
+                    "error": null,
+                })
+            }
+            Err(error) => json!({
+                "group_id": group_id,
+                "cluster": target.alias,
+                "error": error.to_string(),
+            }),
+        });
+    }
+    groups
+}
+
+/// Assigned units as `/status` shows them: per flow, the singleton and `topic-partition`s.
+fn held_json(units: &[protocol::FlowUnits]) -> Value {
+    Value::Array(
+        units
+            .iter()
+            .map(|flow| {
+                let partitions: Vec<String> = flow
+                    .topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(move |p| format!("{}-{p}", t.topic)))
+                    .collect();
+                json!({ "flow": flow.flow, "singleton": flow.singleton, "partitions": partitions })
+            })
+            .collect(),
+    )
+}
+
+fn unit_count(units: &[protocol::FlowUnits]) -> usize {
+    units.iter().flat_map(|f| &f.topics).map(|t| t.partitions.len()).sum()
 }
 
 /// The group of the flows to one target cluster: `strait.group.id`, or named after the flows

@@ -57,6 +57,9 @@ pub(crate) struct MemberAssignment {
     pub refused: Option<String>,
     /// How many members share the work (the refused not counted).
     pub members: u32,
+    /// The generation the leader assigned in (for `strait status`, which reads assignments
+    /// with DescribeGroups: its answer has none).
+    pub generation: i32,
     /// The units the member holds this generation.
     pub units: Vec<FlowUnits>,
 }
@@ -110,6 +113,7 @@ impl MemberAssignment {
             put_str(&mut buf, reason);
         }
         put_varint(&mut buf, u64::from(self.members));
+        put_varint(&mut buf, zigzag(self.generation));
         put_flows(&mut buf, &self.units);
         buf.freeze()
     }
@@ -127,11 +131,13 @@ impl MemberAssignment {
             None
         };
         let members = r.u32("member count")?;
+        let generation = r.i32("generation")?;
         let units = r.flows()?;
         r.finish()?;
         Ok(MemberAssignment {
             refused,
             members,
+            generation,
             units,
         })
     }
@@ -378,13 +384,15 @@ mod tests {
         };
         assert_eq!(MemberMetadata::decode(&none.encode()).unwrap(), none);
         let assignment = MemberAssignment {
-            members: 0,
+            members: 3,
+            generation: 42,
             refused: None,
             units: metadata.owned.clone(),
         };
         assert_eq!(MemberAssignment::decode(&assignment.encode()).unwrap(), assignment);
         let refused = MemberAssignment {
             members: 0,
+            generation: 0,
             refused: Some("configuration differs".to_owned()),
             units: vec![],
         };
@@ -441,6 +449,7 @@ mod tests {
         }
         let assignment = MemberAssignment {
             members: 0,
+            generation: 0,
             refused: Some("no".to_owned()),
             units: metadata().owned,
         }

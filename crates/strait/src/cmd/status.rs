@@ -1,5 +1,5 @@
-//! `strait status`: per flow, whether a mirror is heartbeating and how far behind it is, read
-//! from the clusters.
+//! `strait status`: per flow, whether a mirror is heartbeating and how far behind it is, and
+//! the groups in which `strait run` processes share the work, read from the clusters.
 
 use serde_json::{json, Value};
 
@@ -46,8 +46,13 @@ pub async fn run_status(args: OpsArgs) -> anyhow::Result<()> {
         };
         reports.push(value);
     }
+    // The groups of every flow a `strait run` of this configuration runs (heartbeat-only ones too).
+    let groups = strait_mirror::describe_groups(&config, config.flows()).await;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json!({ "flows": reports }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "flows": reports, "groups": groups }))?
+        );
         return Ok(());
     }
     let mut rows = vec![[
@@ -84,5 +89,66 @@ pub async fn run_status(args: OpsArgs) -> anyhow::Result<()> {
             println!("{}: {error}", field(&report["flow"]));
         }
     }
+    for group in &groups {
+        print_group(group);
+    }
     Ok(())
+}
+
+/// One group: its state and generation, then who holds what.
+fn print_group(group: &Value) {
+    let (id, cluster) = (
+        group["group_id"].as_str().unwrap_or("?"),
+        group["cluster"].as_str().unwrap_or("?"),
+    );
+    println!();
+    if let Some(error) = group["error"].as_str() {
+        println!("group {id} on {cluster}: cannot be described: {error}");
+        return;
+    }
+    let members = group["members"].as_array().cloned().unwrap_or_default();
+    let generation = group["generation"].as_i64().map_or("-".to_owned(), |g| g.to_string());
+    println!(
+        "group {id} on {cluster}: {}, generation {generation}, {} member(s)",
+        group["state"].as_str().unwrap_or("?"),
+        members.len()
+    );
+    if members.is_empty() {
+        return;
+    }
+    let mut rows = vec![["MEMBER", "INSTANCE", "HOST", "PARTITIONS", "SINGLETONS", "HOLDS"].map(String::from)];
+    for member in &members {
+        let held = member["held"].as_array().cloned().unwrap_or_default();
+        let singletons: Vec<&str> = held
+            .iter()
+            .filter(|f| f["singleton"] == Value::Bool(true))
+            .filter_map(|f| f["flow"].as_str())
+            .collect();
+        let partitions: Vec<&str> = held
+            .iter()
+            .flat_map(|f| f["partitions"].as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .collect();
+        const SHOWN: usize = 6;
+        let mut holds = partitions[..partitions.len().min(SHOWN)].join(" ");
+        if partitions.len() > SHOWN {
+            holds.push_str(&format!(" … (+{})", partitions.len() - SHOWN));
+        }
+        if let Some(why) = member["refused"].as_str() {
+            holds = format!("refused: {why}");
+        }
+        rows.push([
+            member["member_id"].as_str().unwrap_or("?").to_owned(),
+            member["group_instance_id"].as_str().unwrap_or("-").to_owned(),
+            member["client_host"].as_str().unwrap_or("?").to_owned(),
+            partitions.len().to_string(),
+            if singletons.is_empty() {
+                "-".to_owned()
+            } else {
+                singletons.join(",")
+            },
+            holds,
+        ]);
+    }
+    print_table(&rows);
 }

@@ -90,7 +90,7 @@ async fn status(State(site): State<Site>) -> impl IntoResponse {
 }
 
 async fn health(State(site): State<Site>) -> impl IntoResponse {
-    let unhealthy: Vec<String> = site
+    let mut unhealthy: Vec<String> = site
         .flows
         .iter()
         .filter(|f| !f.is_healthy())
@@ -103,6 +103,7 @@ async fn health(State(site): State<Site>) -> impl IntoResponse {
             format!("{} {}{tasks}", f.flow(), f.state().0.as_str())
         })
         .collect();
+    unhealthy.extend(site.groups.problems());
     if unhealthy.is_empty() {
         (StatusCode::OK, "ok\n".to_owned())
     } else {
