@@ -17,7 +17,7 @@ use crate::mirror::{check_numbered, write_numbered, write_numbered_from};
 /// A flow of `topic` from the shared source into `target` (its bootstrap servers) in
 /// exactly-once mode, with MM2's keys. Its source alias is the topic's name without dashes: a transactional id, an offsets topic and remote names of its own, so
 /// that tests running beside it neither fence it nor wait on its open transactions.
-fn exactly_once_properties(topic: &str, target: &str) -> (String, String) {
+pub(crate) fn exactly_once_properties(topic: &str, target: &str) -> (String, String) {
     let clusters = clusters();
     let alias = topic.replace('-', "");
     let properties = format!(
@@ -386,7 +386,7 @@ async fn producer_identities(
 
 /// Records of `topic` a read_committed reader sees: the last stable offsets, less the markers
 /// and aborted records, counted by reading.
-async fn committed_records(client: &strait_client::KafkaClient, topic: &str, partitions: i32) -> usize {
+pub(crate) async fn committed_records(client: &strait_client::KafkaClient, topic: &str, partitions: i32) -> usize {
     let mut count = 0;
     for partition in 0..partitions {
         count += read_committed_values(client, topic, partition).await.len();

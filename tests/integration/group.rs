@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use strait_tests::*;
 
-use crate::exactly_once::java_consume;
+use crate::exactly_once::{committed_records, exactly_once_properties, java_consume};
 use crate::faults::proxied_cluster;
 use crate::mirror::{write_numbered, write_numbered_from};
 use crate::operations::strait_json;
@@ -208,10 +208,15 @@ impl Writer {
 /// Kafka's console consumer reads each remote topic: no record of `per_partition` numbered ones
 /// may be missing; returns the duplicates.
 fn judge(bootstrap: &str, remotes: &[String], partitions: i32, per_partition: usize) -> usize {
+    judge_at(bootstrap, remotes, partitions, per_partition, "read_uncommitted")
+}
+
+/// As [`judge`], reading at `isolation`.
+fn judge_at(bootstrap: &str, remotes: &[String], partitions: i32, per_partition: usize, isolation: &str) -> usize {
     let mut duplicates = 0;
     for remote in remotes {
         let expected = partitions as usize * per_partition;
-        let consumed = java_consume(bootstrap, remote, "read_uncommitted", expected * 2);
+        let consumed = java_consume(bootstrap, remote, isolation, expected * 2);
         let mut seen: BTreeMap<(i32, usize), usize> = BTreeMap::new();
         for (partition, value) in &consumed {
             let n: usize = value.split('-').nth(1).unwrap().parse().unwrap();
@@ -605,4 +610,75 @@ async fn a_member_cut_off_from_the_coordinator_stops_before_its_session_ends() {
         batches * per_batch,
     );
     println!("cut off from the coordinator: stopped after {released_after:.1?} (session 6 s); 0 lost, {duplicates} duplicated");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_exactly_once_flow_moves_whole_to_a_standby_that_fences_the_killed_owner() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("eosgroup");
+    let (partitions, per_batch) = (3, 50);
+    create_topic(&source, &topic, partitions).await;
+    let (properties, alias) = exactly_once_properties(&topic, &clusters.target.bootstrap_servers());
+    let properties = format!("{properties}strait.group.id = {}\n{GROUP_KEYS}", unique("eosgroup"));
+    let remote = format!("{alias}.{topic}");
+    let topics = vec![topic.clone()];
+    let writer = Writer::start(&source, &topics, partitions, 0, per_batch);
+    let first = Member::start("first", &properties);
+    let second = Member::start("second", &properties);
+    let all = partitions_of(&topics, partitions);
+    // An exactly-once flow is assigned whole: one member holds it, the other stands by.
+    let split = settled(&[&first, &second], &all).await;
+    let (mut owner, standby) = if split["first"].is_empty() {
+        (second, first)
+    } else {
+        (first, second)
+    };
+    assert!(
+        split[&standby.name].is_empty(),
+        "one member holds the whole flow: {split:?}"
+    );
+    let before = end_offsets(&target, &remote).await;
+    wait_until("the owner writing", || async {
+        end_offsets(&target, &remote).await > before + 500
+    })
+    .await;
+
+    // SIGKILL mid-transaction: the standby takes the flow over and fences the owner's producer.
+    owner.process.0.kill().unwrap();
+    owner.process.0.wait().unwrap();
+    let killed_at = Instant::now();
+    let moved = settled(&[&standby], &all).await;
+    assert_eq!(moved[&standby.name], all);
+    let at_move = end_offsets(&target, &remote).await;
+    wait_until("the standby writing", || async {
+        end_offsets(&target, &remote).await > at_move + 500
+    })
+    .await;
+    let recovery = killed_at.elapsed();
+
+    let batches = writer.stop().await;
+    let per_partition = batches * per_batch;
+    let total = partitions as usize * per_partition;
+    let deadline = Instant::now() + WAIT;
+    while committed_records(&target, &remote, partitions).await < total {
+        assert!(
+            Instant::now() < deadline,
+            "not every record was committed: {}",
+            tail(&standby.log())
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let duplicates = judge_at(
+        &clusters.target.bootstrap_servers(),
+        std::slice::from_ref(&remote),
+        partitions,
+        per_partition,
+        "read_committed",
+    );
+    assert_eq!(duplicates, 0, "read_committed sees every record once");
+    println!(
+        "exactly-once hand-over: writing again {recovery:.1?} after the kill; {total} records, 0 lost, 0 duplicated"
+    );
+    drop(owner);
 }
