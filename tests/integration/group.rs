@@ -398,7 +398,7 @@ async fn a_joining_member_takes_partitions_while_the_others_keep_mirroring() {
     }
     let properties = mm2_properties(
         &format!("{prefix}-.*"),
-        &format!("strait.group.id = {prefix}\n{GROUP_KEYS}"),
+        &format!("strait.group.id = {prefix}\n{GROUP_KEYS}refresh.topics.interval.seconds = 1\n"),
     );
     let writer = Writer::start(&source, &topics, partitions, 0, per_batch);
     let first = Member::start("first", &properties);
@@ -437,6 +437,36 @@ async fn a_joining_member_takes_partitions_while_the_others_keep_mirroring() {
         .sum();
     assert!(released >= 1, "the moved partitions were released");
 
+    // A new topic is an assignment without a revocation: nobody gives anything up for it.
+    let releases = || {
+        [&first, &second, &third]
+            .iter()
+            .map(|m| m.log().matches("releasing revoked partitions").count())
+            .sum::<usize>()
+    };
+    let released_before = releases();
+    let fresh = format!("{prefix}-c");
+    create_topic(&source, &fresh, partitions).await;
+    write_numbered(&source, &fresh, partitions, 2, per_batch).await;
+    let mut grown = all.clone();
+    grown.extend(partitions_of(std::slice::from_ref(&fresh), partitions));
+    let later = settled(&[&first, &second, &third], &grown).await;
+    for name in ["first", "second", "third"] {
+        assert!(
+            later[name].is_superset(&after[name]),
+            "{name} kept what it held when the topic appeared: {:?} then {:?}",
+            after[name],
+            later[name]
+        );
+    }
+    assert_eq!(releases(), released_before, "nothing was revoked for the new topic");
+    wait_until_complete(
+        &target,
+        &format!("source.{fresh}"),
+        (partitions as usize * 2 * per_batch) as i64,
+    )
+    .await;
+
     let batches = writer.stop().await;
     let remotes: Vec<String> = topics.iter().map(|t| format!("source.{t}")).collect();
     for remote in &remotes {
@@ -466,6 +496,14 @@ impl Member {
             std::thread::sleep(Duration::from_millis(100));
         }
         false
+    }
+
+    /// Sends it `signal` (`-STOP`, `-CONT`).
+    fn signal(&mut self, signal: &str) {
+        let sent = std::process::Command::new("kill")
+            .args([signal, &self.process.0.id().to_string()])
+            .status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill {signal}");
     }
 
     fn process_alive(&self) -> bool {
@@ -681,4 +719,73 @@ async fn an_exactly_once_flow_moves_whole_to_a_standby_that_fences_the_killed_ow
         "exactly-once hand-over: writing again {recovery:.1?} after the kill; {total} records, 0 lost, 0 duplicated"
     );
     drop(owner);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rebalance_held_up_by_a_frozen_member_does_not_make_the_others_drop_their_partitions() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let prefix = unique("frozen");
+    let topics = vec![format!("{prefix}-a")];
+    let (partitions, per_batch) = (4, 50);
+    create_topic(&source, &topics[0], partitions).await;
+    // A longer session than the other tests': the rebalance below waits most of it.
+    let properties = mm2_properties(
+        &format!("{prefix}-.*"),
+        &format!(
+            "strait.group.id = {prefix}\nsession.timeout.ms = 10000\nheartbeat.interval.ms = 500\nrebalance.timeout.ms = 30000\n"
+        ),
+    );
+    let writer = Writer::start(&source, &topics, partitions, 0, per_batch);
+    let steady = Member::start("steady", &properties);
+    let mut frozen = Member::start("frozen", &properties);
+    let all = partitions_of(&topics, partitions);
+    let before = settled(&[&steady, &frozen], &all).await;
+
+    // SIGSTOP: the frozen member neither heartbeats nor joins. A newcomer starts a rebalance,
+    // and the coordinator holds every JoinGroup until the frozen one's session ends (10 s):
+    // longer than the two thirds of it after which a member without answers gives up.
+    frozen.signal("-STOP");
+    let frozen_at = Instant::now();
+    let start_ends = remote_ends(&target, &topics, partitions).await;
+    let newcomer = Member::start("newcomer", &properties);
+    let after = settled(&[&steady, &newcomer], &all).await;
+    let held_up = frozen_at.elapsed();
+    let end_ends = remote_ends(&target, &topics, partitions).await;
+    assert!(
+        held_up > Duration::from_secs(7),
+        "the rebalance waited for the frozen member's session: {held_up:?}"
+    );
+    assert!(
+        !steady.log().contains("releasing every partition"),
+        "the steady member kept its partitions through the long JoinGroup: {}",
+        tail(&steady.log())
+    );
+    for partition in before["steady"].intersection(&after["steady"]) {
+        assert!(
+            end_ends.get(partition) > start_ends.get(partition),
+            "{partition} stayed with the steady member and kept advancing while the group waited"
+        );
+    }
+
+    // Thawed, the frozen member finds its place gone and gives its partitions up.
+    frozen.signal("-CONT");
+    wait_until("the thawed member giving its partitions up", || async {
+        frozen.group().await.is_some_and(|g| held(&g).is_empty()) && frozen.log().contains("releasing every partition")
+    })
+    .await;
+    let batches = writer.stop().await;
+    let remotes: Vec<String> = topics.iter().map(|t| format!("source.{t}")).collect();
+    for remote in &remotes {
+        wait_until_complete(&target, remote, (partitions as usize * batches * per_batch) as i64).await;
+    }
+    let duplicates = judge(
+        &clusters.target.bootstrap_servers(),
+        &remotes,
+        partitions,
+        batches * per_batch,
+    );
+    println!(
+        "a frozen member held a rebalance up for {held_up:.1?}: nobody else gave up; 0 lost, {duplicates} duplicated"
+    );
 }

@@ -32,6 +32,11 @@ pub(crate) struct FlowUniverse {
     pub topics: BTreeMap<String, i32>,
 }
 
+/// Rates the leader saw before, by flow, topic and partition: a unit revoked in one round is
+/// given out in the next by the rate its owner measured, not by a guess, so that the second
+/// round lands where the first planned and revokes nothing new.
+pub(crate) type Rates = BTreeMap<(String, String, i32), u64>;
+
 /// Rates below this count as this (bytes/s), so idle partitions still spread by count.
 pub(crate) const FLOOR: u64 = 1024;
 
@@ -66,6 +71,7 @@ pub(crate) fn assign(
     leader_id: &str,
     candidates: &[Candidate],
     universe: &[FlowUniverse],
+    remembered: &Rates,
 ) -> BTreeMap<String, MemberAssignment> {
     let mut sorted: Vec<&Candidate> = candidates.iter().collect();
     sorted.sort_by(|a, b| a.member_id.cmp(&b.member_id));
@@ -95,7 +101,7 @@ pub(crate) fn assign(
         }
     }
     let claims = claims(&eligible, universe);
-    let mut items = items(universe, &claims);
+    let mut items = items(universe, &claims, remembered);
     place(&mut items, eligible.len());
     // Cooperative: a unit moving from one member to another is only taken from the first now.
     let mut held = vec![BTreeSet::new(); eligible.len()];
@@ -190,7 +196,7 @@ fn claims(members: &[&Candidate], universe: &[FlowUniverse]) -> BTreeMap<Unit, C
 }
 
 /// The items to place, weighed, each where its owner has it.
-fn items(universe: &[FlowUniverse], claims: &BTreeMap<Unit, Claim>) -> Vec<Item> {
+fn items(universe: &[FlowUniverse], claims: &BTreeMap<Unit, Claim>, remembered: &Rates) -> Vec<Item> {
     let mut items = Vec::new();
     for flow in universe {
         let unit = |part| Unit {
@@ -205,10 +211,12 @@ fn items(universe: &[FlowUniverse], claims: &BTreeMap<Unit, Claim>) -> Vec<Item>
             )
             .collect();
         let rate = |unit: &Unit| {
-            claims
-                .get(unit)
-                .and_then(|claim| claim.rate)
-                .map(|r| u128::from(r.max(FLOOR)))
+            let measured = claims.get(unit).and_then(|claim| claim.rate);
+            let before = || {
+                let (topic, partition) = unit.part.as_ref()?;
+                remembered.get(&(unit.flow.clone(), topic.clone(), *partition)).copied()
+            };
+            measured.or_else(before).map(|r| u128::from(r.max(FLOOR)))
         };
         let mut known: Vec<u128> = units.iter().filter_map(rate).collect();
         known.sort_unstable();
@@ -392,6 +400,17 @@ mod tests {
 
     /// Members `ids` (the first leads) join holding what `previous` gave them, at `rate`.
     fn round(ids: &[&str], flows: &[FlowUniverse], previous: &Assignments, rate: fn(&str, i32) -> u64) -> Assignments {
+        remembering(ids, flows, previous, rate, &Rates::new())
+    }
+
+    /// As [`round`], the leader remembering `remembered` from earlier rounds.
+    fn remembering(
+        ids: &[&str],
+        flows: &[FlowUniverse],
+        previous: &Assignments,
+        rate: fn(&str, i32) -> u64,
+        remembered: &Rates,
+    ) -> Assignments {
         let candidates: Vec<Candidate> = ids
             .iter()
             .map(|id| {
@@ -402,7 +421,7 @@ mod tests {
                 candidate(id, if owned.is_empty() { -1 } else { 1 }, owned)
             })
             .collect();
-        assign(ids[0], &candidates, flows)
+        assign(ids[0], &candidates, flows, remembered)
     }
 
     /// `partitions` of topic `t` of flow `A->B`, and its singleton if `singleton`.
@@ -584,12 +603,70 @@ mod tests {
     }
 
     #[test]
+    fn revoked_units_keep_their_measured_rate_so_the_second_round_revokes_nothing_new() {
+        // Uneven rates: the median guess for a unit without an owner would be far off.
+        fn uneven(_: &str, partition: i32) -> u64 {
+            [90_000, 60_000, 5_000, 4_000, 3_000, 2_000, 1_000, 45_000][partition as usize]
+        }
+        let flows = universe(&[("A->B", false, &[("t", 8)])]);
+        let previous = Assignments::from([
+            (
+                "a".to_owned(),
+                MemberAssignment {
+                    members: 2,
+                    generation: 1,
+                    refused: None,
+                    units: a_b(true, &[0, 2, 4, 6]),
+                },
+            ),
+            (
+                "b".to_owned(),
+                MemberAssignment {
+                    members: 2,
+                    generation: 1,
+                    refused: None,
+                    units: a_b(false, &[1, 3, 5, 7]),
+                },
+            ),
+        ]);
+        let remembered: Rates = (0..8)
+            .map(|p| (("A->B".to_owned(), "t".to_owned(), p), uneven("t", p)))
+            .collect();
+        let ids = ["a", "b", "c"];
+        let revoking = remembering(&ids, &flows, &previous, uneven, &remembered);
+        let given = remembering(&ids, &flows, &revoking, uneven, &remembered);
+        assert_complete(&given, &flows);
+        for id in ["a", "b"] {
+            assert!(
+                held(&given[id]).is_superset(&held(&revoking[id])),
+                "{id} lost more in the second round: {revoking:?} then {given:?}"
+            );
+        }
+        assert!(!held(&given["c"]).is_empty());
+        assert_eq!(
+            remembering(&ids, &flows, &given, uneven, &remembered),
+            given,
+            "and it stays"
+        );
+    }
+
+    #[test]
     fn a_double_claim_goes_to_the_later_generation_then_the_lower_id() {
         let flows = universe(&[("A->B", false, &[("t", 1)])]);
         let t0 = || a_b(false, &[0]);
-        let later = assign("a", &[candidate("a", 1, t0()), candidate("b", 2, t0())], &flows);
+        let later = assign(
+            "a",
+            &[candidate("a", 1, t0()), candidate("b", 2, t0())],
+            &flows,
+            &Rates::new(),
+        );
         assert!(held(&later["b"]).contains("A->B:t-0") && !held(&later["a"]).contains("A->B:t-0"));
-        let tie = assign("a", &[candidate("b", 2, t0()), candidate("a", 2, t0())], &flows);
+        let tie = assign(
+            "a",
+            &[candidate("b", 2, t0()), candidate("a", 2, t0())],
+            &flows,
+            &Rates::new(),
+        );
         assert!(held(&tie["a"]).contains("A->B:t-0") && !held(&tie["b"]).contains("A->B:t-0"));
     }
 
@@ -652,16 +729,16 @@ mod tests {
             .map(|id| candidate(id, 1, first[*id].units.clone()))
             .collect();
         candidates[1].metadata.config = vec![("A->B.topics".to_owned(), 9), ("A->B.extra".to_owned(), 3)];
-        let result = assign("a", &candidates, &flows);
+        let result = assign("a", &candidates, &flows, &Rates::new());
         let reason = result["b"].refused.clone().unwrap_or_default();
         assert!(reason.contains("leader's (member a)"), "{reason}");
         assert!(reason.contains("A->B.extra, A->B.topics, C->D.topics"), "{reason}");
         assert!(result["b"].units.is_empty());
         assert_complete(&result, &flows);
         // Without the leader among them, the first member by id speaks for it.
-        assert_eq!(assign("gone", &candidates, &flows), result);
+        assert_eq!(assign("gone", &candidates, &flows, &Rates::new()), result);
         candidates[1].metadata.config = (0..12).map(|i| (format!("k{i:02}"), 0)).collect();
-        let reason = assign("a", &candidates, &flows)["b"]
+        let reason = assign("a", &candidates, &flows, &Rates::new())["b"]
             .refused
             .clone()
             .unwrap_or_default();
@@ -685,7 +762,7 @@ mod tests {
             candidate("a", 1, a_b(false, &[0, 1])),
             candidate("c", 1, a_b(true, &[2])),
         ];
-        let revoking = assign("a", &candidates, &flows);
+        let revoking = assign("a", &candidates, &flows, &Rates::new());
         assert_eq!(pieces(&revoking), 1);
         assert!(held(&revoking["c"]).contains("A->B:t-2") && !held(&revoking["c"]).contains("A->B:t-0"));
         let settled = round(&["a", "c"], &flows, &revoking, idle);

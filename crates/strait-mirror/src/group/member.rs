@@ -12,7 +12,7 @@ use strait_config::{ClientRole, FlowConfig, GroupSettings};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::assignor::{assign, Candidate, FlowUniverse};
+use super::assignor::{assign, Candidate, FlowUniverse, Rates};
 use super::protocol::{FlowUnits, MemberAssignment, MemberMetadata, TopicUnits, PROTOCOL};
 use super::{FlowShare, GroupShared, Share};
 use crate::client_config::connect;
@@ -45,17 +45,16 @@ pub(super) async fn run(
             }
         }
     };
-    let mut membership = GroupMembership::new(
-        client,
-        MemberConfig {
-            group_id: shared.group_id.clone(),
-            protocol_type: PROTOCOL_TYPE.to_owned(),
-            group_instance_id: settings.instance_id.clone(),
-            session_timeout: settings.session_timeout,
-            rebalance_timeout: settings.rebalance_timeout,
-        },
-    );
-    let mut member = Member::new(shared, settings, flows);
+    let config = MemberConfig {
+        group_id: shared.group_id.clone(),
+        protocol_type: PROTOCOL_TYPE.to_owned(),
+        group_instance_id: settings.instance_id.clone(),
+        session_timeout: settings.session_timeout,
+        rebalance_timeout: settings.rebalance_timeout,
+    };
+    let mut membership = GroupMembership::new(client.clone(), config.clone());
+    let prober = GroupMembership::new(client, config);
+    let mut member = Member::new(shared, settings, flows, prober);
     tracing::info!(group = %member.shared.group_id, "joining the group");
     let _ = unless_stopped(&mut stop, member.run(&mut membership)).await;
     if member.settings.instance_id.is_none() && !member.member_id.is_empty() {
@@ -89,6 +88,9 @@ struct Member {
     /// What the flows hold now (as last published), and the generation it was assigned in.
     held: BTreeMap<String, FlowShare>,
     held_generation: i32,
+    /// What it held when it last joined: what the leader may have revoked (KIP-429 counts a
+    /// revocation against what the member said it owns, even if it gave that up meanwhile).
+    claimed: BTreeMap<String, FlowShare>,
     /// This member gave its share up by itself (its coordinator fell silent): the generation it
     /// still belongs to assigns it what it no longer mirrors, so it joins again.
     given_up: bool,
@@ -101,10 +103,20 @@ struct Member {
     universe: Vec<FlowUniverse>,
     next_universe_check: Option<Instant>,
     sources: HashMap<String, KafkaClient>,
+    /// As the leader: the partitions' rates the members last reported.
+    rates: Rates,
+    /// Heartbeats while a JoinGroup waits, on a coordinator connection of their own (a broker
+    /// answers a connection's requests in order, and JoinGroup is answered last).
+    prober: GroupMembership,
 }
 
 impl Member {
-    fn new(shared: Arc<GroupShared>, settings: GroupSettings, flows: Vec<FlowConfig>) -> Member {
+    fn new(
+        shared: Arc<GroupShared>,
+        settings: GroupSettings,
+        flows: Vec<FlowConfig>,
+        prober: GroupMembership,
+    ) -> Member {
         let fingerprint = fingerprint(&flows);
         Member {
             shared,
@@ -114,12 +126,15 @@ impl Member {
             member_id: String::new(),
             held: BTreeMap::new(),
             held_generation: -1,
+            claimed: BTreeMap::new(),
             given_up: false,
             epoch: 0,
             last_contact: Instant::now(),
             universe: Vec::new(),
             next_universe_check: None,
             sources: HashMap::new(),
+            rates: Rates::new(),
+            prober,
         }
     }
 
@@ -146,10 +161,9 @@ impl Member {
         // Whatever was released must be released before the leader hands it out again.
         self.wait_applied(membership, None).await;
         let metadata = self.metadata().encode();
+        self.claimed = self.held.clone();
         let member_id = self.member_id.clone();
-        let joined = self
-            .contact(membership.join(&member_id, &[(PROTOCOL.to_owned(), metadata)]))
-            .await;
+        let joined = self.join(membership, &member_id, metadata).await;
         let generation = match joined {
             Ok(generation) => generation,
             Err(error) if error.is(ResponseError::UnknownMemberId) => return Ok(Next::Forgotten),
@@ -293,6 +307,72 @@ impl Member {
         }
     }
 
+    /// JoinGroup, which the coordinator answers once the members have joined (up to
+    /// `rebalance.timeout.ms`, waiting for a slow one): meanwhile heartbeats on a connection of
+    /// their own tell whether this member still has its place (REBALANCE_IN_PROGRESS says it
+    /// does), so that a slow rebalance is not taken for a silent coordinator and every member
+    /// does not drop its partitions in it.
+    async fn join(
+        &mut self,
+        membership: &mut GroupMembership,
+        member_id: &str,
+        metadata: bytes::Bytes,
+    ) -> Result<strait_client::Generation, Error> {
+        let protocols = [(PROTOCOL.to_owned(), metadata)];
+        let join = membership.join(member_id, &protocols);
+        tokio::pin!(join);
+        let mut next_probe = Instant::now() + self.settings.heartbeat_interval;
+        loop {
+            let deadline = self.last_contact + self.cut_off();
+            let probing = !member_id.is_empty() && self.holds_anything();
+            tokio::select! {
+                result = &mut join => {
+                    if result.as_ref().map_or_else(|e| e.kafka_code().is_some(), |_| true) {
+                        self.answered();
+                    }
+                    return result;
+                }
+                _ = tokio::time::sleep_until(next_probe), if probing => {
+                    self.probe(member_id).await;
+                    next_probe = Instant::now() + self.settings.heartbeat_interval;
+                }
+                _ = tokio::time::sleep_until(deadline), if self.holds_anything() => self.check_contact(),
+            }
+        }
+    }
+
+    /// One heartbeat of the generation this member holds its share in, while it joins.
+    async fn probe(&mut self, member_id: &str) {
+        let generation = strait_client::Generation {
+            generation_id: self.held_generation,
+            member_id: member_id.to_owned(),
+            leader_id: String::new(),
+            protocol_name: String::new(),
+            members: Vec::new(),
+        };
+        let within = self.settings.session_timeout / 3;
+        match tokio::time::timeout(within, self.prober.heartbeat(&generation)).await {
+            Ok(Ok(())) => self.answered(),
+            Ok(Err(error)) if error.is(ResponseError::RebalanceInProgress) => self.answered(),
+            Ok(Err(error)) if error.is(ResponseError::UnknownMemberId) => {
+                self.answered();
+                self.give_up(
+                    "the coordinator no longer knows this member",
+                    self.settings.rebalance_timeout,
+                );
+            }
+            // ILLEGAL_GENERATION may only mean that the join has just completed; without an
+            // answer the deadline decides.
+            _ => {}
+        }
+    }
+
+    /// The coordinator answered: this member is in touch.
+    fn answered(&mut self) {
+        self.last_contact = Instant::now();
+        self.shared.view.lock().expect("group lock").cut_off = None;
+    }
+
     /// `call` to the coordinator, giving everything up should the coordinator stay silent for
     /// two thirds of the session timeout meanwhile: by then the coordinator may have given the
     /// partitions to others.
@@ -304,8 +384,7 @@ impl Member {
                 result = &mut call => {
                     // A Kafka error is an answer too.
                     if result.as_ref().map_or_else(|e| e.kafka_code().is_some(), |_| true) {
-                        self.last_contact = Instant::now();
-                        self.shared.view.lock().expect("group lock").cut_off = None;
+                        self.answered();
                     }
                     return result;
                 }
@@ -415,6 +494,27 @@ impl Member {
         }
     }
 
+    /// Keeps the rates the members report, for units that have no owner in a later round (those
+    /// just revoked), and forgets the partitions no flow has any more.
+    fn remember_rates(&mut self, candidates: &[Candidate]) {
+        for owned in candidates.iter().flat_map(|c| &c.metadata.owned) {
+            for topic in &owned.topics {
+                if topic.rates.len() == topic.partitions.len() {
+                    for (partition, rate) in topic.partitions.iter().zip(&topic.rates) {
+                        self.rates
+                            .insert((owned.flow.clone(), topic.topic.clone(), *partition), *rate);
+                    }
+                }
+            }
+        }
+        let universe = &self.universe;
+        self.rates.retain(|(flow, topic, partition), _| {
+            universe
+                .iter()
+                .any(|f| &f.flow == flow && f.topics.get(topic).is_some_and(|n| partition < n))
+        });
+    }
+
     /// The leader's part: every member's share, encoded for SyncGroup.
     async fn assign(&mut self, generation: &strait_client::Generation) -> Vec<(String, bytes::Bytes)> {
         let universe = self.universe().await;
@@ -434,7 +534,8 @@ impl Member {
                 }),
             })
             .collect();
-        let mut assignments = assign(&generation.leader_id, &candidates, &self.universe);
+        self.remember_rates(&candidates);
+        let mut assignments = assign(&generation.leader_id, &candidates, &self.universe, &self.rates);
         for assignment in assignments.values_mut() {
             assignment.generation = generation.generation_id;
         }
@@ -535,7 +636,8 @@ impl Member {
                     .extend(topic.partitions.iter().map(|p| (topic.topic.clone(), *p)));
             }
         }
-        let revoked = self.held.iter().any(|(flow, held)| {
+        // Revoked units are handed out in the next round, once this member joins again.
+        let revoked = self.claimed.iter().any(|(flow, held)| {
             let now = flows.get(flow);
             (held.singleton && !now.is_some_and(|n| n.singleton))
                 || held
