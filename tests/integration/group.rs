@@ -420,22 +420,33 @@ async fn a_joining_member_takes_partitions_while_the_others_keep_mirroring() {
             .map(|(name, _)| name.clone())
     };
     let (stayed, moved): (Vec<&String>, Vec<&String>) = all.iter().partition(|p| owner(&before, p) == owner(&after, p));
+    // Its share may be small units only (the singleton, the `heartbeats` partition) where the
+    // partitions measure alike.
+    let newcomer = third.group().await.expect("/status answers");
     assert!(
-        !after["third"].is_empty() && moved.len() <= 4 && stayed.len() >= 2,
-        "the newcomer takes a share and the rest mostly stays: {before:?} then {after:?}"
+        (!held_with_heartbeats(&newcomer).is_empty() || holds_singleton(&newcomer))
+            && moved.len() <= 4
+            && stayed.len() >= 2,
+        "the newcomer takes a share and the rest mostly stays: {before:?} then {after:?}, the newcomer's {newcomer}"
     );
-    for partition in &stayed {
+    // A rebalance that moves only small units settles within milliseconds: the stayers'
+    // positions are then followed a little longer (10 s at most).
+    let mut end_ends = end_ends;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while let Some(partition) = stayed.iter().find(|p| end_ends.get(**p) <= start_ends.get(**p)) {
         assert!(
-            end_ends.get(*partition) > start_ends.get(*partition),
+            Instant::now() < deadline,
             "{partition} stayed with its member and kept advancing through the rebalance"
         );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        end_ends = remote_ends(&target, &topics, partitions).await;
     }
     // Only the moved ones were released.
     let released: usize = [&first, &second]
         .iter()
         .map(|m| m.log().matches("releasing revoked partitions").count())
         .sum();
-    assert!(released >= 1, "the moved partitions were released");
+    assert!(moved.is_empty() || released >= 1, "the moved partitions were released");
 
     // A new topic is an assignment without a revocation: nobody gives anything up for it.
     let releases = || {

@@ -67,11 +67,17 @@ struct Item {
 }
 
 /// Assigns `universe` to `candidates`: every candidate gets an entry, refused or with its units.
+///
+/// Units move for balance only when the members sharing the work are not the `previous` ones (a
+/// member joined or left): a new topic or partition, and the second round of a cooperative
+/// rebalance, only place what has no owner, so they never revoke anything, and rebalances
+/// cannot chase each other.
 pub(crate) fn assign(
     leader_id: &str,
     candidates: &[Candidate],
     universe: &[FlowUniverse],
     remembered: &Rates,
+    previous: &BTreeSet<String>,
 ) -> BTreeMap<String, MemberAssignment> {
     let mut sorted: Vec<&Candidate> = candidates.iter().collect();
     sorted.sort_by(|a, b| a.member_id.cmp(&b.member_id));
@@ -102,7 +108,8 @@ pub(crate) fn assign(
     }
     let claims = claims(&eligible, universe);
     let mut items = items(universe, &claims, remembered);
-    place(&mut items, eligible.len());
+    let members: BTreeSet<String> = eligible.iter().map(|c| c.member_id.clone()).collect();
+    place(&mut items, eligible.len(), &members != previous);
     // Cooperative: a unit moving from one member to another is only taken from the first now.
     let mut held = vec![BTreeSet::new(); eligible.len()];
     for item in &items {
@@ -263,8 +270,9 @@ fn most_units(units: &[Unit], claims: &BTreeMap<Unit, Claim>) -> Option<usize> {
 
 /// Places every item on one of `members`: owners shed what is clearly above their share (in one
 /// pass what moves would do one by one), the free items go to the least loaded, and moves from
-/// the most to the least loaded even out the rest.
-fn place(items: &mut [Item], members: usize) {
+/// the most to the least loaded even out the rest; without `balance`, only the free items are
+/// placed.
+fn place(items: &mut [Item], members: usize, balance: bool) {
     if members == 0 {
         return;
     }
@@ -280,7 +288,7 @@ fn place(items: &mut [Item], members: usize) {
         }
     }
     let target = items.iter().map(|item| item.weight).sum::<u128>() / members as u128;
-    for member in 0..members {
+    for member in (0..members).filter(|_| balance) {
         let mut own: Vec<usize> = (0..items.len()).filter(|&i| items[i].at == Some(member)).collect();
         // The smallest go first, so heavy partitions stay where they are.
         own.sort_by(|&a, &b| (items[a].weight, &items[a].units).cmp(&(items[b].weight, &items[b].units)));
@@ -310,7 +318,7 @@ fn place(items: &mut [Item], members: usize) {
         slack[member] += noise(&items[i]);
     }
     // Each move lowers the sum of squared loads, so this ends; the bound only caps odd weights.
-    for _ in 0..items.len() {
+    for _ in (0..items.len()).filter(|_| balance) {
         let lo = least(&load);
         let mut donors: Vec<usize> = (0..members).collect();
         donors.sort_by_key(|&m| (Reverse(load[m]), m));
@@ -421,7 +429,13 @@ mod tests {
                 candidate(id, if owned.is_empty() { -1 } else { 1 }, owned)
             })
             .collect();
-        assign(ids[0], &candidates, flows, remembered)
+        // As the leader that made `previous` would: balancing only if the members changed.
+        let members: BTreeSet<String> = previous
+            .iter()
+            .filter(|(_, a)| a.refused.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        assign(ids[0], &candidates, flows, remembered, &members)
     }
 
     /// `partitions` of topic `t` of flow `A->B`, and its singleton if `singleton`.
@@ -659,6 +673,7 @@ mod tests {
             &[candidate("a", 1, t0()), candidate("b", 2, t0())],
             &flows,
             &Rates::new(),
+            &BTreeSet::new(),
         );
         assert!(held(&later["b"]).contains("A->B:t-0") && !held(&later["a"]).contains("A->B:t-0"));
         let tie = assign(
@@ -666,6 +681,7 @@ mod tests {
             &[candidate("b", 2, t0()), candidate("a", 2, t0())],
             &flows,
             &Rates::new(),
+            &BTreeSet::new(),
         );
         assert!(held(&tie["a"]).contains("A->B:t-0") && !held(&tie["b"]).contains("A->B:t-0"));
     }
@@ -681,7 +697,9 @@ mod tests {
         }
         let flows = universe(&[("A->B", false, &[("t", 9)])]);
         let ids = ["a", "b", "c"];
-        let first = round(&ids, &flows, &Assignments::new(), idle);
+        // Measured when c joins (rates alone move nothing: only a change of members does).
+        let first = round(&ids[..2], &flows, &Assignments::new(), idle);
+        assert_eq!(round(&ids[..2], &flows, &first, hot), first);
         let revoking = round(&ids, &flows, &first, hot);
         let settled = round(&ids, &flows, &revoking, hot);
         assert_complete(&settled, &flows);
@@ -729,16 +747,19 @@ mod tests {
             .map(|id| candidate(id, 1, first[*id].units.clone()))
             .collect();
         candidates[1].metadata.config = vec![("A->B.topics".to_owned(), 9), ("A->B.extra".to_owned(), 3)];
-        let result = assign("a", &candidates, &flows, &Rates::new());
+        let result = assign("a", &candidates, &flows, &Rates::new(), &BTreeSet::new());
         let reason = result["b"].refused.clone().unwrap_or_default();
         assert!(reason.contains("leader's (member a)"), "{reason}");
         assert!(reason.contains("A->B.extra, A->B.topics, C->D.topics"), "{reason}");
         assert!(result["b"].units.is_empty());
         assert_complete(&result, &flows);
         // Without the leader among them, the first member by id speaks for it.
-        assert_eq!(assign("gone", &candidates, &flows, &Rates::new()), result);
+        assert_eq!(
+            assign("gone", &candidates, &flows, &Rates::new(), &BTreeSet::new()),
+            result
+        );
         candidates[1].metadata.config = (0..12).map(|i| (format!("k{i:02}"), 0)).collect();
-        let reason = assign("a", &candidates, &flows, &Rates::new())["b"]
+        let reason = assign("a", &candidates, &flows, &Rates::new(), &BTreeSet::new())["b"]
             .refused
             .clone()
             .unwrap_or_default();
@@ -762,7 +783,7 @@ mod tests {
             candidate("a", 1, a_b(false, &[0, 1])),
             candidate("c", 1, a_b(true, &[2])),
         ];
-        let revoking = assign("a", &candidates, &flows, &Rates::new());
+        let revoking = assign("a", &candidates, &flows, &Rates::new(), &BTreeSet::new());
         assert_eq!(pieces(&revoking), 1);
         assert!(held(&revoking["c"]).contains("A->B:t-2") && !held(&revoking["c"]).contains("A->B:t-0"));
         let settled = round(&["a", "c"], &flows, &revoking, idle);
@@ -775,10 +796,20 @@ mod tests {
         let flows = two_flows();
         let first = round(&["a", "b", "c"], &flows, &Assignments::new(), idle);
         let grown = universe(&[("A->B", false, &[("t1", 5), ("t2", 3)]), ("C->D", false, &[("x", 5)])]);
-        let second = round(&["a", "b", "c"], &grown, &first, idle);
-        assert_complete(&second, &grown);
-        for id in ["a", "b", "c"] {
-            assert!(held(&second[id]).is_superset(&held(&first[id])), "{id}");
+        // Rates measured meanwhile, far from even: still nothing moves for the new partition.
+        fn uneven(topic: &str, partition: i32) -> u64 {
+            if topic == "x" {
+                200_000
+            } else {
+                1_000 * (partition as u64 + 1)
+            }
+        }
+        for rate in [idle as fn(&str, i32) -> u64, uneven] {
+            let second = round(&["a", "b", "c"], &grown, &first, rate);
+            assert_complete(&second, &grown);
+            for id in ["a", "b", "c"] {
+                assert!(held(&second[id]).is_superset(&held(&first[id])), "{id}: {second:?}");
+            }
         }
     }
 

@@ -105,6 +105,9 @@ struct Member {
     sources: HashMap<String, KafkaClient>,
     /// As the leader: the partitions' rates the members last reported.
     rates: Rates,
+    /// As the leader: the members it last shared the work among (units move for balance only
+    /// when they change).
+    assigned_to: BTreeSet<String>,
     /// Heartbeats while a JoinGroup waits, on a coordinator connection of their own (a broker
     /// answers a connection's requests in order, and JoinGroup is answered last).
     prober: GroupMembership,
@@ -134,6 +137,7 @@ impl Member {
             next_universe_check: None,
             sources: HashMap::new(),
             rates: Rates::new(),
+            assigned_to: BTreeSet::new(),
             prober,
         }
     }
@@ -535,7 +539,18 @@ impl Member {
             })
             .collect();
         self.remember_rates(&candidates);
-        let mut assignments = assign(&generation.leader_id, &candidates, &self.universe, &self.rates);
+        let mut assignments = assign(
+            &generation.leader_id,
+            &candidates,
+            &self.universe,
+            &self.rates,
+            &self.assigned_to,
+        );
+        self.assigned_to = assignments
+            .iter()
+            .filter(|(_, a)| a.refused.is_none())
+            .map(|(member, _)| member.clone())
+            .collect();
         for assignment in assignments.values_mut() {
             assignment.generation = generation.generation_id;
         }
