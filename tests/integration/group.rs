@@ -171,6 +171,9 @@ fn partitions_of(topics: &[String], partitions: i32) -> BTreeSet<String> {
 struct Writer {
     writing: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<usize>,
+    topics: Vec<String>,
+    partitions: i32,
+    per_batch: usize,
 }
 
 impl Writer {
@@ -196,12 +199,32 @@ impl Writer {
                 batch
             }
         });
-        Writer { writing, task }
+        Writer {
+            writing,
+            task,
+            topics: topics.to_vec(),
+            partitions,
+            per_batch,
+        }
     }
 
     async fn stop(self) -> usize {
         self.writing.store(false, Ordering::Relaxed);
         self.task.await.unwrap()
+    }
+
+    /// Stops writing, waits until `target` (a client of the cluster at `bootstrap`) holds as
+    /// many records in each remote topic `source.<topic>`, and judges them; returns the records
+    /// per partition and the duplicates.
+    async fn finish(self, target: &strait_client::KafkaClient, bootstrap: &str) -> (usize, usize) {
+        let (topics, partitions, per_batch) = (self.topics.clone(), self.partitions, self.per_batch);
+        let per_partition = self.stop().await * per_batch;
+        let remotes: Vec<String> = topics.iter().map(|t| format!("source.{t}")).collect();
+        for remote in &remotes {
+            wait_until_complete(target, remote, (partitions as usize * per_partition) as i64).await;
+        }
+        let duplicates = judge(bootstrap, &remotes, partitions, per_partition);
+        (per_partition, duplicates)
     }
 }
 
@@ -365,18 +388,7 @@ async fn three_members_split_the_partitions_and_a_killed_ones_move_on_without_lo
     })
     .await;
 
-    let batches = writer.stop().await;
-    let per_partition = batches * per_batch;
-    let remotes: Vec<String> = topics.iter().map(|t| format!("source.{t}")).collect();
-    for remote in &remotes {
-        wait_until_complete(&target, remote, (partitions as usize * per_partition) as i64).await;
-    }
-    let duplicates = judge(
-        &clusters.target.bootstrap_servers(),
-        &remotes,
-        partitions,
-        per_partition,
-    );
+    let (per_partition, duplicates) = writer.finish(&target, &clusters.target.bootstrap_servers()).await;
     println!(
         "SIGKILL of a member: its {} partitions flowed again after {recovery:.1?} (session.timeout.ms 6000); \
          {} records, 0 lost, {duplicates} duplicated",
@@ -478,17 +490,7 @@ async fn a_joining_member_takes_partitions_while_the_others_keep_mirroring() {
     )
     .await;
 
-    let batches = writer.stop().await;
-    let remotes: Vec<String> = topics.iter().map(|t| format!("source.{t}")).collect();
-    for remote in &remotes {
-        wait_until_complete(&target, remote, (partitions as usize * batches * per_batch) as i64).await;
-    }
-    let duplicates = judge(
-        &clusters.target.bootstrap_servers(),
-        &remotes,
-        partitions,
-        batches * per_batch,
-    );
+    let (_, duplicates) = writer.finish(&target, &clusters.target.bootstrap_servers()).await;
     println!("a member joined: {moved:?} moved, 0 lost, {duplicates} duplicated");
     assert!(first.process_alive() && second.process_alive() && third.process_alive());
 }
@@ -646,18 +648,8 @@ async fn a_member_cut_off_from_the_coordinator_stops_before_its_session_ends() {
     // Back in touch: it joins again and mirrors everything, nothing lost.
     proxy.set_upstream(upstream);
     settled(&[&member], &all).await;
-    let batches = writer.stop().await;
     let target = client(&target_cluster).await;
-    let remotes: Vec<String> = topics.iter().map(|t| format!("source.{t}")).collect();
-    for remote in &remotes {
-        wait_until_complete(&target, remote, (partitions as usize * batches * per_batch) as i64).await;
-    }
-    let duplicates = judge(
-        &target_cluster.bootstrap_servers(),
-        &remotes,
-        partitions,
-        batches * per_batch,
-    );
+    let (_, duplicates) = writer.finish(&target, &target_cluster.bootstrap_servers()).await;
     println!("cut off from the coordinator: stopped after {released_after:.1?} (session 6 s); 0 lost, {duplicates} duplicated");
 }
 
@@ -785,17 +777,7 @@ async fn a_rebalance_held_up_by_a_frozen_member_does_not_make_the_others_drop_th
         frozen.group().await.is_some_and(|g| held(&g).is_empty()) && frozen.log().contains("releasing every partition")
     })
     .await;
-    let batches = writer.stop().await;
-    let remotes: Vec<String> = topics.iter().map(|t| format!("source.{t}")).collect();
-    for remote in &remotes {
-        wait_until_complete(&target, remote, (partitions as usize * batches * per_batch) as i64).await;
-    }
-    let duplicates = judge(
-        &clusters.target.bootstrap_servers(),
-        &remotes,
-        partitions,
-        batches * per_batch,
-    );
+    let (_, duplicates) = writer.finish(&target, &clusters.target.bootstrap_servers()).await;
     println!(
         "a frozen member held a rebalance up for {held_up:.1?}: nobody else gave up; 0 lost, {duplicates} duplicated"
     );

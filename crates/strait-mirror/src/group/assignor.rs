@@ -452,6 +452,17 @@ mod tests {
         }]
     }
 
+    /// What a leader gave `a` and `b`, sharing the flow `A->B`.
+    fn two_members(a: Vec<FlowUnits>, b: Vec<FlowUnits>) -> Assignments {
+        let given = |units| MemberAssignment {
+            members: 2,
+            generation: 0,
+            refused: None,
+            units,
+        };
+        Assignments::from([("a".to_owned(), given(a)), ("b".to_owned(), given(b))])
+    }
+
     fn idle(_: &str, _: i32) -> u64 {
         0
     }
@@ -570,26 +581,7 @@ mod tests {
             20_000 + [1_900, 0, 1_300, 600, 1_700, 200][partition as usize]
         }
         let flows = universe(&[("A->B", false, &[("t", 6)])]);
-        let previous = Assignments::from([
-            (
-                "a".to_owned(),
-                MemberAssignment {
-                    members: 2,
-                    generation: 0,
-                    refused: None,
-                    units: a_b(true, &[0, 2, 4]),
-                },
-            ),
-            (
-                "b".to_owned(),
-                MemberAssignment {
-                    members: 2,
-                    generation: 0,
-                    refused: None,
-                    units: a_b(false, &[1, 3, 5]),
-                },
-            ),
-        ]);
+        let previous = two_members(a_b(true, &[0, 2, 4]), a_b(false, &[1, 3, 5]));
         assert_eq!(
             round(&["a", "b"], &flows, &previous, noisy),
             previous,
@@ -623,26 +615,7 @@ mod tests {
             [90_000, 60_000, 5_000, 4_000, 3_000, 2_000, 1_000, 45_000][partition as usize]
         }
         let flows = universe(&[("A->B", false, &[("t", 8)])]);
-        let previous = Assignments::from([
-            (
-                "a".to_owned(),
-                MemberAssignment {
-                    members: 2,
-                    generation: 1,
-                    refused: None,
-                    units: a_b(true, &[0, 2, 4, 6]),
-                },
-            ),
-            (
-                "b".to_owned(),
-                MemberAssignment {
-                    members: 2,
-                    generation: 1,
-                    refused: None,
-                    units: a_b(false, &[1, 3, 5, 7]),
-                },
-            ),
-        ]);
+        let previous = two_members(a_b(true, &[0, 2, 4, 6]), a_b(false, &[1, 3, 5, 7]));
         let remembered: Rates = (0..8)
             .map(|p| (("A->B".to_owned(), "t".to_owned(), p), uneven("t", p)))
             .collect();
@@ -709,26 +682,7 @@ mod tests {
             assert!(partitions(holder[0]) < partitions(other), "{settled:?}");
         }
         // Alone with the hot partition, a cannot narrow the gap to the newcomer c: b can.
-        let previous = Assignments::from([
-            (
-                "a".to_owned(),
-                MemberAssignment {
-                    members: 0,
-                    generation: 0,
-                    refused: None,
-                    units: a_b(false, &[0]),
-                },
-            ),
-            (
-                "b".to_owned(),
-                MemberAssignment {
-                    members: 0,
-                    generation: 0,
-                    refused: None,
-                    units: a_b(true, &[1, 2, 3, 4, 5, 6, 7, 8]),
-                },
-            ),
-        ]);
+        let previous = two_members(a_b(false, &[0]), a_b(true, &[1, 2, 3, 4, 5, 6, 7, 8]));
         let revoking = round(&ids, &flows, &previous, hot);
         let settled = round(&ids, &flows, &revoking, hot);
         assert_eq!(held(&settled["a"]), held(&previous["a"]));

@@ -91,9 +91,6 @@ struct Member {
     /// What it held when it last joined: what the leader may have revoked (KIP-429 counts a
     /// revocation against what the member said it owns, even if it gave that up meanwhile).
     claimed: BTreeMap<String, FlowShare>,
-    /// This member gave its share up by itself (its coordinator fell silent): the generation it
-    /// still belongs to assigns it what it no longer mirrors, so it joins again.
-    given_up: bool,
     /// Shares published so far: the flows acknowledge each by this number.
     epoch: u64,
     /// When the coordinator last answered.
@@ -130,7 +127,6 @@ impl Member {
             held: BTreeMap::new(),
             held_generation: -1,
             claimed: BTreeMap::new(),
-            given_up: false,
             epoch: 0,
             last_contact: Instant::now(),
             universe: Vec::new(),
@@ -224,7 +220,7 @@ impl Member {
     ) -> Result<Next, Error> {
         loop {
             self.pause(self.settings.heartbeat_interval).await;
-            if self.given_up {
+            if self.gave_up() {
                 return Ok(Next::Rejoin);
             }
             if generation.is_leader() && self.next_universe_check.is_some_and(|at| Instant::now() >= at) {
@@ -237,7 +233,7 @@ impl Member {
             if let Some(next) = self.heartbeat(membership, generation).await {
                 return Ok(next);
             }
-            if self.given_up {
+            if self.gave_up() {
                 return Ok(Next::Rejoin);
             }
         }
@@ -250,17 +246,7 @@ impl Member {
         generation: &strait_client::Generation,
     ) -> Option<Next> {
         // Within a third of the session, so that a stalled connection leaves time to retry.
-        let within = self.settings.session_timeout / 3;
-        let beat = async {
-            tokio::time::timeout(within, membership.heartbeat(generation))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(Error::Timeout {
-                        what: "a Heartbeat answer".to_owned(),
-                        after_ms: within.as_millis() as u64,
-                    })
-                })
-        };
+        let beat = heartbeat_within(membership, generation, self.settings.session_timeout / 3);
         match self.contact(beat).await {
             Ok(()) => None,
             Err(error) if error.is(ResponseError::RebalanceInProgress) => Some(Next::Rejoin),
@@ -323,26 +309,9 @@ impl Member {
         metadata: bytes::Bytes,
     ) -> Result<strait_client::Generation, Error> {
         let protocols = [(PROTOCOL.to_owned(), metadata)];
-        let join = membership.join(member_id, &protocols);
-        tokio::pin!(join);
-        let mut next_probe = Instant::now() + self.settings.heartbeat_interval;
-        loop {
-            let deadline = self.last_contact + self.cut_off();
-            let probing = !member_id.is_empty() && self.holds_anything();
-            tokio::select! {
-                result = &mut join => {
-                    if result.as_ref().map_or_else(|e| e.kafka_code().is_some(), |_| true) {
-                        self.answered();
-                    }
-                    return result;
-                }
-                _ = tokio::time::sleep_until(next_probe), if probing => {
-                    self.probe(member_id).await;
-                    next_probe = Instant::now() + self.settings.heartbeat_interval;
-                }
-                _ = tokio::time::sleep_until(deadline), if self.holds_anything() => self.check_contact(),
-            }
-        }
+        let probe = Some(member_id).filter(|id| !id.is_empty());
+        self.contact_probing(membership.join(member_id, &protocols), probe)
+            .await
     }
 
     /// One heartbeat of the generation this member holds its share in, while it joins.
@@ -354,11 +323,10 @@ impl Member {
             protocol_name: String::new(),
             members: Vec::new(),
         };
-        let within = self.settings.session_timeout / 3;
-        match tokio::time::timeout(within, self.prober.heartbeat(&generation)).await {
-            Ok(Ok(())) => self.answered(),
-            Ok(Err(error)) if error.is(ResponseError::RebalanceInProgress) => self.answered(),
-            Ok(Err(error)) if error.is(ResponseError::UnknownMemberId) => {
+        match heartbeat_within(&mut self.prober, &generation, self.settings.session_timeout / 3).await {
+            Ok(()) => self.answered(),
+            Err(error) if error.is(ResponseError::RebalanceInProgress) => self.answered(),
+            Err(error) if error.is(ResponseError::UnknownMemberId) => {
                 self.answered();
                 self.give_up(
                     "the coordinator no longer knows this member",
@@ -381,9 +349,22 @@ impl Member {
     /// two thirds of the session timeout meanwhile: by then the coordinator may have given the
     /// partitions to others.
     async fn contact<T>(&mut self, call: impl std::future::Future<Output = Result<T, Error>>) -> Result<T, Error> {
+        self.contact_probing(call, None).await
+    }
+
+    /// As [`Member::contact`]; with `probe` (the member id), heartbeats on the prober's own
+    /// connection every `heartbeat.interval.ms` while `call` waits, each answer counting as
+    /// contact.
+    async fn contact_probing<T>(
+        &mut self,
+        call: impl std::future::Future<Output = Result<T, Error>>,
+        probe: Option<&str>,
+    ) -> Result<T, Error> {
         tokio::pin!(call);
+        let mut next_probe = Instant::now() + self.settings.heartbeat_interval;
         loop {
             let deadline = self.last_contact + self.cut_off();
+            let probing = probe.filter(|_| self.holds_anything());
             tokio::select! {
                 result = &mut call => {
                     // A Kafka error is an answer too.
@@ -391,6 +372,10 @@ impl Member {
                         self.answered();
                     }
                     return result;
+                }
+                _ = tokio::time::sleep_until(next_probe), if probing.is_some() => {
+                    self.probe(probing.unwrap_or_default()).await;
+                    next_probe = Instant::now() + self.settings.heartbeat_interval;
                 }
                 _ = tokio::time::sleep_until(deadline), if self.holds_anything() => self.check_contact(),
             }
@@ -411,6 +396,12 @@ impl Member {
 
     fn cut_off(&self) -> Duration {
         self.settings.session_timeout * 2 / 3
+    }
+
+    /// Whether it gave its share up by itself while in a generation (its coordinator fell
+    /// silent): that generation still assigns it what it no longer mirrors, so it joins again.
+    fn gave_up(&self) -> bool {
+        self.held_generation < 0
     }
 
     fn holds_anything(&self) -> bool {
@@ -438,7 +429,6 @@ impl Member {
         }
         self.held.clear();
         self.held_generation = -1;
-        self.given_up = true;
         self.epoch += 1;
         self.shared.view.lock().expect("group lock").partitions = 0;
         self.shared.shares.send_replace(Arc::new(Share {
@@ -560,12 +550,7 @@ impl Member {
             .iter()
             .map(|m| {
                 let assignment = assignments.get(&m.member_id).cloned().unwrap_or_default();
-                let partitions = assignment
-                    .units
-                    .iter()
-                    .flat_map(|f| &f.topics)
-                    .map(|t| t.partitions.len())
-                    .sum();
+                let partitions = assignment.partition_count();
                 let singletons = assignment
                     .units
                     .iter()
@@ -693,7 +678,6 @@ impl Member {
         );
         self.held = flows.clone();
         self.held_generation = generation.generation_id;
-        self.given_up = false;
         self.epoch += 1;
         self.shared.shares.send_replace(Arc::new(Share {
             epoch: self.epoch,
@@ -703,6 +687,22 @@ impl Member {
         }));
         revoked
     }
+}
+
+/// A Heartbeat on `membership`'s connection, answered within `within` or a timeout error.
+async fn heartbeat_within(
+    membership: &mut GroupMembership,
+    generation: &strait_client::Generation,
+    within: Duration,
+) -> Result<(), Error> {
+    tokio::time::timeout(within, membership.heartbeat(generation))
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::Timeout {
+                what: "a Heartbeat answer".to_owned(),
+                after_ms: within.as_millis() as u64,
+            })
+        })
 }
 
 fn same_universe(a: &[FlowUniverse], b: &[FlowUniverse]) -> bool {

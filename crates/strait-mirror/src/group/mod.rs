@@ -18,7 +18,7 @@ pub(crate) mod assignor;
 mod member;
 pub(crate) mod protocol;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -138,17 +138,13 @@ impl Membership {
     /// Joins a group on each target cluster of `flows`, on the current tokio runtime.
     pub fn start(config: &Mm2Config, flows: &[FlowConfig]) -> Membership {
         let (stop, stopped) = watch::channel(false);
-        let mut targets: Vec<&str> = flows.iter().map(|f| f.target.alias.as_str()).collect();
-        targets.sort_unstable();
-        targets.dedup();
         let mut groups = Vec::new();
         let mut tasks = Vec::new();
-        for target in targets {
-            let flows: Vec<FlowConfig> = flows.iter().filter(|f| f.target.alias == target).cloned().collect();
+        for (target, flows) in by_target(flows) {
             let group_id = group_id(config.group(), &flows);
             let shared = Arc::new(GroupShared {
                 group_id,
-                target: target.to_owned(),
+                target,
                 shares: watch::channel(Arc::new(Share::default())).0,
                 applied: flows.iter().map(|f| (f.name(), watch::channel(0).0)).collect(),
                 stats: Mutex::new(HashMap::new()),
@@ -284,17 +280,9 @@ impl GroupShared {
 /// `strait status`: the state, the generation, and every member with what the leader assigned
 /// it (read from DescribeGroups and decoded). A cluster that cannot be asked gets its error.
 pub async fn describe_groups(config: &Mm2Config, flows: &[FlowConfig]) -> Vec<Value> {
-    let mut targets: Vec<&FlowConfig> = flows.iter().collect();
-    targets.sort_by(|a, b| a.target.alias.cmp(&b.target.alias));
-    targets.dedup_by(|a, b| a.target.alias == b.target.alias);
     let mut groups = Vec::new();
-    for first in targets {
-        let target = &first.target;
-        let into: Vec<FlowConfig> = flows
-            .iter()
-            .filter(|f| f.target.alias == target.alias)
-            .cloned()
-            .collect();
+    for (_, into) in by_target(flows) {
+        let target = &into[0].target;
         let group_id = group_id(config.group(), &into);
         let described = async {
             let client = crate::client_config::connect(target, strait_config::ClientRole::Admin).await?;
@@ -314,7 +302,7 @@ pub async fn describe_groups(config: &Mm2Config, flows: &[FlowConfig]) -> Vec<Va
                         let (refused, held, partitions) = match &assignment {
                             Ok(a) => {
                                 generation = generation.max(Some(a.generation));
-                                (a.refused.clone(), held_json(&a.units), unit_count(&a.units))
+                                (a.refused.clone(), held_json(&a.units), a.partition_count())
                             }
                             Err(error) => (Some(format!("unreadable assignment: {error}")), json!([]), 0),
                         };
@@ -364,8 +352,13 @@ fn held_json(units: &[protocol::FlowUnits]) -> Value {
     )
 }
 
-fn unit_count(units: &[protocol::FlowUnits]) -> usize {
-    units.iter().flat_map(|f| &f.topics).map(|t| t.partitions.len()).sum()
+/// `flows` by their target cluster (sorted by its alias): each target's flows share a group.
+fn by_target(flows: &[FlowConfig]) -> BTreeMap<String, Vec<FlowConfig>> {
+    let mut targets: BTreeMap<String, Vec<FlowConfig>> = BTreeMap::new();
+    for flow in flows {
+        targets.entry(flow.target.alias.clone()).or_default().push(flow.clone());
+    }
+    targets
 }
 
 /// The group of the flows to one target cluster: `strait.group.id`, or named after the flows

@@ -118,6 +118,15 @@ impl MemberAssignment {
         buf.freeze()
     }
 
+    /// How many source partitions it assigns.
+    pub fn partition_count(&self) -> usize {
+        self.units
+            .iter()
+            .flat_map(|f| &f.topics)
+            .map(|t| t.partitions.len())
+            .sum()
+    }
+
     /// Decodes what [`MemberAssignment::encode`] wrote; empty bytes are an empty assignment, as
     /// the coordinator hands a member the leader gave nothing.
     pub fn decode(bytes: &[u8]) -> Result<Self, ProtocolError> {
