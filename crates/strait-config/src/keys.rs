@@ -376,7 +376,7 @@ const ROLE_COMMON_KEYS: &[&str] = &["client.id", "request.timeout.ms", "socket.c
 const CONSUMER_KEYS: &[&str] = &["isolation.level", "auto.offset.reset"];
 
 const WHY_NO_GROUP: &str =
-    "Strait's fetchers assign the source partitions themselves and join no consumer group; its progress is kept in mm2-offsets.<source>.internal";
+    "Strait's fetchers join no consumer group of the source; scale-out takes the top-level keys strait.group.id, group.instance.id, session.timeout.ms, heartbeat.interval.ms and rebalance.timeout.ms (a group on the target cluster), and progress is kept in mm2-offsets.<source>.internal";
 const WHY_NO_POLL: &str = "Strait has no poll loop: records move as whole batches, bounded by fetch.max.bytes, \
      max.partition.fetch.bytes and strait.buffer.memory";
 const WHY_RAW_BYTES: &str = "records are copied as raw bytes, never deserialized or serialized";
