@@ -266,6 +266,10 @@ impl BrokerConnection {
                 "check that the identity provider's tokens suit the broker (issuer, audience, scope, sub) and that \
                  the broker can reach its JWKS endpoint"
             }
+            SaslMechanism::AwsMskIam => {
+                "check that the IAM identity's policy allows kafka-cluster:Connect on this cluster, that the cluster \
+                 has IAM access control on this listener (port 9098 or 9198), and that this host's clock is right"
+            }
             _ => "check the username and password in sasl.jaas.config, and that the user exists for sasl.mechanism",
         };
 
@@ -324,6 +328,17 @@ impl BrokerConnection {
                         Ok(_) => refused(None),
                     });
                 }
+                lifetime_ms
+            }
+            SaslCredentials::AwsMskIam(iam) => {
+                // aws-msk-iam-auth signs for the host the socket connected to, without the port.
+                let host = broker.rsplit_once(':').map_or(broker.as_str(), |(host, _)| host);
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                let (payload, credentials) = iam.initial_response(host).await?;
+                let (response, lifetime_ms) = round(payload).await?;
+                let request_id = crate::aws::read_server_response(&response)
+                    .map_err(|m| failed(SASL_AUTHENTICATION_FAILED, Some(m), hint))?;
+                tracing::debug!(%broker, %request_id, source = %credentials.source, "AWS_MSK_IAM accepted");
                 lifetime_ms
             }
         };
@@ -625,6 +640,11 @@ async fn reauthenticate(shared: std::sync::Weak<Shared>, sasl: SaslConfig, mut l
         let connection = BrokerConnection { shared };
         if connection.is_closed() {
             return;
+        }
+        // Fetching new AWS credentials may take a round trip to STS: done before requests are
+        // held back. Its error, if any, comes again from `authenticate`.
+        if let SaslCredentials::AwsMskIam(iam) = &sasl.credentials {
+            let _ = iam.credentials().await;
         }
         let _alone = connection.shared.gate.write().await;
         match connection.authenticate(&sasl).await {

@@ -160,6 +160,17 @@ pub enum Error {
         /// Whether trying again later may succeed (the endpoint was down, not a refusal).
         retriable: bool,
     },
+    /// No AWS credentials for `AWS_MSK_IAM` could be had: no provider had any, STS refused a
+    /// role, or an endpoint could not be reached.
+    #[error("AWS credentials for AWS_MSK_IAM: {message}; {hint}")]
+    AwsCredentials {
+        /// What went wrong; never a secret key or session token.
+        message: String,
+        /// What to check.
+        hint: String,
+        /// Whether trying again later may succeed (an endpoint was down, not a refusal).
+        retriable: bool,
+    },
 }
 
 /// Why SASL authentication with a broker failed: [`Error::Authentication`].
@@ -208,7 +219,7 @@ impl Error {
         match self {
             Error::Kafka { code, .. } => code.is_retriable(),
             Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Timeout { .. } | Error::NoBroker(_) => true,
-            Error::TokenEndpoint { retriable, .. } => *retriable,
+            Error::TokenEndpoint { retriable, .. } | Error::AwsCredentials { retriable, .. } => *retriable,
             Error::FrameSize { .. }
             | Error::Protocol { .. }
             | Error::NoCommonVersion { .. }

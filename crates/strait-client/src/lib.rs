@@ -5,10 +5,11 @@
 //! - `connection`: [`BrokerConnection`], one pipelined connection: requests are framed, tagged
 //!   with a correlation id and written by a dedicated task; responses are matched back by id.
 //!   Versions are negotiated per API from ApiVersions; SASL sessions are renewed before the
-//!   broker ends them (KIP-368). TLS (rustls) and SASL PLAIN, SCRAM or OAUTHBEARER (`security`,
-//!   `sasl`, `jaas`, `pem`, `keystore` for JKS and PKCS12 stores, `oauth` for tokens from an
-//!   OAuth token endpoint), configured with the Java client's keys through
-//!   [`Security::from_properties`].
+//!   broker ends them (KIP-368). TLS (rustls) and SASL PLAIN, SCRAM, OAUTHBEARER or AWS_MSK_IAM
+//!   (`security`, `sasl`, `jaas`, `pem`, `keystore` for JKS and PKCS12 stores, `oauth` for
+//!   tokens from an OAuth token endpoint, `aws` for Amazon MSK's IAM payloads and AWS
+//!   credentials; `endpoint` for their HTTP requests), configured with the Java client's keys
+//!   through [`Security::from_properties`].
 //! - `client`: [`KafkaClient`], bootstrap, metadata and a shared connection per broker, plus the
 //!   requests the mirror and its tools need (topics, offsets, producer ids; `configs`, `acls`,
 //!   `groups` for the admin requests).
@@ -31,10 +32,12 @@
 //! <https://kafka.apache.org/protocol>.
 
 mod acls;
+mod aws;
 mod backoff;
 mod client;
 mod configs;
 mod connection;
+mod endpoint;
 mod error;
 mod fetch;
 mod groups;
@@ -53,6 +56,7 @@ mod versions;
 pub use acls::{
     TopicAcl, OPERATION_ALL, OPERATION_READ, OPERATION_WRITE, PATTERN_LITERAL, PERMISSION_ALLOW, PERMISSION_DENY,
 };
+pub use aws::MskIam;
 pub use backoff::Backoff;
 pub use client::{
     aborted_transactions, topic_name, Broker, ClientConfig, ClusterMetadata, KafkaClient, NewTopic, OffsetSpec,

@@ -9,17 +9,15 @@
 //! token expires, so connections re-authenticate before that and take the fresh token then.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::{STANDARD as BASE64, URL_SAFE_NO_PAD as BASE64URL};
 use base64::Engine;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use serde_json::{Map, Value};
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
 
+use crate::endpoint::Endpoint;
 use crate::security::{config_error, set, tls_config, Secret};
 use crate::{Backoff, Error, Result};
 
@@ -32,9 +30,6 @@ const LOGIN_CALLBACK_HANDLERS: &[&str] = &[
     // Its name in Kafka 3.1 to 3.9, still accepted by Kafka 4.
     "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
 ];
-
-/// The largest token endpoint answer read: a token response is a few kilobytes.
-const MAX_RESPONSE: usize = 1024 * 1024;
 
 /// Where tokens come from.
 enum TokenSource {
@@ -54,11 +49,9 @@ struct ClientCredentials {
     scope: Option<String>,
     /// `sasl.oauthbearer.header.urlencode`: URL-encode the id and secret (RFC 6749 §2.3.1).
     urlencode: bool,
-    /// For an `https` endpoint: from the `ssl.*` options of `sasl.jaas.config`, else the
-    /// public CAs.
-    tls: Option<Arc<rustls::ClientConfig>>,
-    connect_timeout: Duration,
-    read_timeout: Duration,
+    /// Its TLS (for an `https` endpoint: from the `ssl.*` options of `sasl.jaas.config`) and
+    /// timeouts.
+    endpoint: Endpoint,
     retry_backoff: Duration,
     retry_backoff_max: Duration,
 }
@@ -244,61 +237,6 @@ impl ClientCredentials {
     }
 
     async fn request(&self) -> Result<String> {
-        let host = self.url.host().unwrap_or_default();
-        let https = self.url.scheme_str() == Some("https");
-        let port = self.url.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let connect = TcpStream::connect((host.trim_start_matches('[').trim_end_matches(']'), port));
-        let stream = tokio::time::timeout(self.connect_timeout, connect)
-            .await
-            .map_err(|_| self.failed(format!("connecting timed out after {:?}", self.connect_timeout), true))?
-            .map_err(|e| self.failed(format!("cannot connect: {e}"), true))?;
-        let exchange = async {
-            match &self.tls {
-                None => self.exchange(stream).await,
-                Some(tls) => {
-                    let name = rustls_pki_types::ServerName::try_from(
-                        host.trim_start_matches('[').trim_end_matches(']').to_owned(),
-                    )
-                    .map_err(|_| self.failed("the host is neither a DNS name nor an IP address".into(), false))?;
-                    let stream = tokio_rustls::TlsConnector::from(tls.clone())
-                        .connect(name, stream)
-                        .await
-                        .map_err(|e| self.failed(format!("the TLS handshake failed: {e}"), true))?;
-                    self.exchange(stream).await
-                }
-            }
-        };
-        let (status, body) = tokio::time::timeout(self.read_timeout, exchange)
-            .await
-            .map_err(|_| self.failed(format!("no answer within {:?}", self.read_timeout), true))??;
-        let json: Option<Map<String, Value>> = serde_json::from_slice(&body).ok();
-        let field = |name: &str| json.as_ref().and_then(|j| j.get(name)).and_then(Value::as_str);
-        if !(200..300).contains(&status) {
-            // RFC 6749 §5.2: `error` and `error_description` say why; the body is not quoted
-            // otherwise, as it might echo a credential.
-            let why = match (field("error"), field("error_description")) {
-                (Some(error), Some(description)) => format!(": {error} ({description})"),
-                (Some(error), None) => format!(": {error}"),
-                _ => String::new(),
-            };
-            return Err(self.failed(format!("answered HTTP {status}{why}"), status >= 500 || status == 429));
-        }
-        match field("access_token").map(str::trim).filter(|t| !t.is_empty()) {
-            Some(token) => Ok(token.to_owned()),
-            None => Err(self.failed("answered without an access_token in a JSON object".into(), false)),
-        }
-    }
-
-    /// One HTTP/1.1 POST on `stream`: the status and the body.
-    async fn exchange<S>(&self, stream: S) -> Result<(u16, Bytes)>
-    where
-        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    {
-        let io = |e: hyper::Error| self.failed(format!("HTTP exchange failed: {e}"), true);
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .map_err(io)?;
-        let driver = tokio::spawn(connection);
         let (id, secret, scope) = if self.urlencode {
             let encode = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             (
@@ -330,15 +268,27 @@ impl ClientCredentials {
             .header(http::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| self.failed(format!("cannot build the request: {e}"), false))?;
-        let response = sender.send_request(request).await.map_err(io)?;
-        let status = response.status().as_u16();
-        let body = Limited::new(response.into_body(), MAX_RESPONSE)
-            .collect()
+        let (status, body) = self
+            .endpoint
+            .send(&self.url, request)
             .await
-            .map_err(|e| self.failed(format!("reading the answer failed: {e}"), true))?
-            .to_bytes();
-        driver.abort();
-        Ok((status, body))
+            .map_err(|f| self.failed(f.message, f.retriable))?;
+        let json: Option<Map<String, Value>> = serde_json::from_slice(&body).ok();
+        let field = |name: &str| json.as_ref().and_then(|j| j.get(name)).and_then(Value::as_str);
+        if !(200..300).contains(&status) {
+            // RFC 6749 §5.2: `error` and `error_description` say why; the body is not quoted
+            // otherwise, as it might echo a credential.
+            let why = match (field("error"), field("error_description")) {
+                (Some(error), Some(description)) => format!(": {error} ({description})"),
+                (Some(error), None) => format!(": {error}"),
+                _ => String::new(),
+            };
+            return Err(self.failed(format!("answered HTTP {status}{why}"), status >= 500 || status == 429));
+        }
+        match field("access_token").map(str::trim).filter(|t| !t.is_empty()) {
+            Some(token) => Ok(token.to_owned()),
+            None => Err(self.failed("answered without an access_token in a JSON object".into(), false)),
+        }
     }
 }
 
@@ -628,10 +578,12 @@ fn token_source<'a>(
                 ))
             }
         },
-        tls,
-        // Kafka leaves these to the JDK's HTTP client (no limit) when unset; a mirror waits a bounded time.
-        connect_timeout: millis("sasl.login.connect.timeout.ms", 10_000)?,
-        read_timeout: millis("sasl.login.read.timeout.ms", 30_000)?,
+        endpoint: Endpoint {
+            tls,
+            // Kafka leaves these to the JDK's HTTP client (no limit) when unset; a mirror waits a bounded time.
+            connect_timeout: millis("sasl.login.connect.timeout.ms", 10_000)?,
+            read_timeout: millis("sasl.login.read.timeout.ms", 30_000)?,
+        },
         retry_backoff: millis("sasl.login.retry.backoff.ms", 100)?,
         retry_backoff_max: millis("sasl.login.retry.backoff.max.ms", 10_000)?,
     })))

@@ -1,7 +1,7 @@
 //! Security of a connection, configured with the Java client's keys: TLS (`SSL`, `SASL_SSL`)
 //! with JKS, PKCS12 (`keystore`) or PEM stores, and SASL credentials from `sasl.jaas.config`:
 //! a password for `PLAIN`, `SCRAM-SHA-256` and `SCRAM-SHA-512`, tokens for `OAUTHBEARER`
-//! (`oauth`).
+//! (`oauth`), AWS credentials for `AWS_MSK_IAM` (`aws`).
 //!
 //! Secrets (passwords, private keys) never appear in `Debug` output or in error messages:
 //! errors name the key and describe the problem without quoting values.
@@ -15,6 +15,9 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
+use crate::aws::{
+    msk_iam, Environment, MskIam, CALLBACK_HANDLER as MSK_IAM_CALLBACK_HANDLER, LOGIN_MODULE as MSK_IAM_LOGIN_MODULE,
+};
 use crate::jaas::parse_jaas_config;
 use crate::keystore::{read_store, JavaStore, StoreType};
 use crate::oauth::{oauth_bearer, OAuthBearer, LOGIN_MODULE as OAUTH_LOGIN_MODULE};
@@ -54,6 +57,8 @@ pub enum SaslMechanism {
     ScramSha512,
     /// `OAUTHBEARER` (RFC 7628): an OAuth 2 access token.
     OAuthBearer,
+    /// `AWS_MSK_IAM`: a payload signed with AWS credentials (Amazon MSK's IAM access control).
+    AwsMskIam,
 }
 
 impl SaslMechanism {
@@ -64,6 +69,7 @@ impl SaslMechanism {
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
             SaslMechanism::OAuthBearer => "OAUTHBEARER",
+            SaslMechanism::AwsMskIam => "AWS_MSK_IAM",
         }
     }
 }
@@ -78,11 +84,13 @@ pub struct SaslConfig {
 }
 
 impl SaslConfig {
-    /// Who authenticates, for messages: the user name, or the OAuth client id.
+    /// Who authenticates, for messages: the user name, the OAuth client id, or where the AWS
+    /// credentials come from.
     pub fn principal(&self) -> String {
         match &self.credentials {
             SaslCredentials::Password { username, .. } => username.clone(),
             SaslCredentials::OAuthBearer(oauth) => oauth.principal(),
+            SaslCredentials::AwsMskIam(iam) => iam.principal(),
         }
     }
 }
@@ -102,6 +110,8 @@ pub enum SaslCredentials {
     },
     /// `OAUTHBEARER`: tokens shared by every connection made with this configuration.
     OAuthBearer(Arc<OAuthBearer>),
+    /// `AWS_MSK_IAM`: AWS credentials shared by every connection made with this configuration.
+    AwsMskIam(Arc<MskIam>),
 }
 
 impl fmt::Debug for SaslCredentials {
@@ -118,6 +128,7 @@ impl fmt::Debug for SaslCredentials {
                 .field("extensions", &extensions.iter().map(|(k, _)| k).collect::<Vec<_>>())
                 .finish(),
             SaslCredentials::OAuthBearer(oauth) => oauth.fmt(f),
+            SaslCredentials::AwsMskIam(iam) => iam.fmt(f),
         }
     }
 }
@@ -223,11 +234,12 @@ fn sasl_config<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<SaslConfig>
         "SCRAM-SHA-256" => SaslMechanism::ScramSha256,
         "SCRAM-SHA-512" => SaslMechanism::ScramSha512,
         "OAUTHBEARER" => SaslMechanism::OAuthBearer,
+        "AWS_MSK_IAM" => SaslMechanism::AwsMskIam,
         other => {
             return Err(config_error(
                 "sasl.mechanism",
                 format!(
-                    "{} is not supported (Strait speaks PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER){}",
+                    "{} is not supported (Strait speaks PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER and AWS_MSK_IAM){}",
                     if other.is_empty() { "an empty value" } else { other },
                     if get("sasl.mechanism").is_none() {
                         "; it defaults to GSSAPI (Kerberos) when unset, so set it"
@@ -238,10 +250,21 @@ fn sasl_config<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<SaslConfig>
             ))
         }
     };
-    // OAUTHBEARER's login callback handler is Kafka's own, read by `oauth`; any other class is
+    // OAUTHBEARER's login callback handler is Kafka's own, read by `oauth`, and AWS_MSK_IAM's
+    // client callback handler is aws-msk-iam-auth's, whose work `aws` does; any other class is
     // Java code Strait cannot run.
     let classes: &[&str] = match mechanism {
         SaslMechanism::OAuthBearer => &["sasl.login.class", "sasl.client.callback.handler.class"],
+        SaslMechanism::AwsMskIam => {
+            let handler = set(get, "sasl.client.callback.handler.class").map(str::trim);
+            if handler.is_some_and(|h| h != MSK_IAM_CALLBACK_HANDLER) {
+                return Err(config_error(
+                    "sasl.client.callback.handler.class",
+                    format!("custom Java classes are not supported; for AWS_MSK_IAM use {MSK_IAM_CALLBACK_HANDLER}"),
+                ));
+            }
+            &["sasl.login.class", "sasl.login.callback.handler.class"]
+        }
         _ => &[
             "sasl.login.class",
             "sasl.login.callback.handler.class",
@@ -257,38 +280,55 @@ fn sasl_config<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<SaslConfig>
         }
     }
     let (example_module, example_options) = match mechanism {
-        SaslMechanism::Plain => ("plain.PlainLoginModule", "username=\"…\" password=\"…\""),
-        SaslMechanism::OAuthBearer => (
-            "oauthbearer.OAuthBearerLoginModule",
-            "clientId=\"…\" clientSecret=\"…\"",
+        SaslMechanism::Plain => (
+            "org.apache.kafka.common.security.plain.PlainLoginModule",
+            " username=\"…\" password=\"…\"",
         ),
-        _ => ("scram.ScramLoginModule", "username=\"…\" password=\"…\""),
+        SaslMechanism::OAuthBearer => (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
+            " clientId=\"…\" clientSecret=\"…\"",
+        ),
+        SaslMechanism::AwsMskIam => ("software.amazon.msk.auth.iam.IAMLoginModule", ""),
+        _ => (
+            "org.apache.kafka.common.security.scram.ScramLoginModule",
+            " username=\"…\" password=\"…\"",
+        ),
     };
-    let jaas = get("sasl.jaas.config").filter(|v| !v.trim().is_empty()).ok_or_else(|| {
-        config_error(
-            "sasl.jaas.config",
-            format!(
-                "is required for SASL {}: e.g. `org.apache.kafka.common.security.{example_module} required {example_options};`",
-                mechanism.name(),
-            ),
-        )
-    })?;
+    let jaas = get("sasl.jaas.config")
+        .filter(|v| !v.trim().is_empty())
+        .ok_or_else(|| {
+            config_error(
+                "sasl.jaas.config",
+                format!(
+                    "is required for SASL {}: e.g. `{example_module} required{example_options};`",
+                    mechanism.name(),
+                ),
+            )
+        })?;
     let entry = parse_jaas_config(jaas).map_err(|message| config_error("sasl.jaas.config", message))?;
     let module = entry.module.rsplit('.').next().unwrap_or_default();
     // Kafka's PLAIN and SCRAM clients take the user name and password from either module.
     let fits = match mechanism {
         SaslMechanism::OAuthBearer => module == OAUTH_LOGIN_MODULE,
+        SaslMechanism::AwsMskIam => module == MSK_IAM_LOGIN_MODULE,
         _ => matches!(module, "PlainLoginModule" | "ScramLoginModule"),
     };
     if !fits {
         return Err(config_error(
             "sasl.jaas.config",
             format!(
-                "login module {} does not serve SASL {}; use org.apache.kafka.common.security.{example_module}",
+                "login module {} does not serve SASL {}; use {example_module}",
                 entry.module,
                 mechanism.name()
             ),
         ));
+    }
+    if mechanism == SaslMechanism::AwsMskIam {
+        let iam = msk_iam(&entry.options, Environment::of_process())?;
+        return Ok(SaslConfig {
+            mechanism,
+            credentials: SaslCredentials::AwsMskIam(Arc::new(iam)),
+        });
     }
     if mechanism == SaslMechanism::OAuthBearer {
         let oauth = oauth_bearer(get, &entry.options)?;
@@ -802,7 +842,7 @@ mod tests {
         ])));
         assert_eq!(key, "sasl.mechanism");
         assert!(message.contains("GSSAPI"), "{message}");
-        for mechanism in ["GSSAPI", "AWS_MSK_IAM"] {
+        for mechanism in ["GSSAPI", "AWS_MSK_IAM_V2"] {
             let (key, message) = config_key(Security::from_properties(&props(&[
                 ("security.protocol", "SASL_PLAINTEXT"),
                 ("sasl.mechanism", mechanism),
