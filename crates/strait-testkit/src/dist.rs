@@ -83,31 +83,7 @@ impl KafkaDist {
         if dist.libs().join(".complete").exists() {
             return Ok(dist);
         }
-        // Fetch into a private folder and rename it into place, so that concurrent processes
-        // never see a half-filled folder.
-        let staging = dist.home.join(format!("staging-{}", std::process::id()));
-        create_dir(&staging)?;
-        write(&staging.join("pom.xml"), POM)?;
-        let libs = staging.join("libs");
-        let output = Command::new("mvn")
-            .args(["-B", "-q", "-f"])
-            .arg(staging.join("pom.xml"))
-            .arg("dependency:copy-dependencies")
-            .arg(format!("-DoutputDirectory={}", libs.display()))
-            .arg("-DincludeScope=runtime")
-            .output()
-            .map_err(|source| Error::Spawn {
-                program: "mvn".into(),
-                source,
-            })?;
-        if !output.status.success() {
-            return Err(Error::Fetch {
-                version: kafka_version().into(),
-                status: output.status.to_string(),
-                output: String::from_utf8_lossy(&[output.stdout, output.stderr].concat()).into(),
-            });
-        }
-        write(&libs.join(".complete"), "")?;
+        let staging = copy_dependencies(&dist.home, POM, &format!("Kafka {}", kafka_version()))?;
         write(&staging.join("log4j2-tools.xml"), TOOLS_LOG4J2)?;
         for name in ["libs", "log4j2-tools.xml"] {
             // Losing the race to another process is fine: its copy is complete too.
@@ -229,6 +205,50 @@ impl KafkaDist {
     pub fn classpath(&self) -> String {
         format!("{}/*", self.libs().display())
     }
+}
+
+/// Fetches the runtime dependencies of `pom` with `mvn` into `<staging>/libs` (marked complete)
+/// and returns the staging folder, a private folder under `home` that the caller renames into
+/// place: concurrent processes never see a half-filled folder. `what` names the jars in errors.
+fn copy_dependencies(home: &Path, pom: &str, what: &str) -> Result<PathBuf> {
+    let staging = home.join(format!("staging-{}", std::process::id()));
+    create_dir(&staging)?;
+    write(&staging.join("pom.xml"), pom)?;
+    let libs = staging.join("libs");
+    let output = Command::new("mvn")
+        .args(["-B", "-q", "-f"])
+        .arg(staging.join("pom.xml"))
+        .arg("dependency:copy-dependencies")
+        .arg(format!("-DoutputDirectory={}", libs.display()))
+        .arg("-DincludeScope=runtime")
+        .output()
+        .map_err(|source| Error::Spawn {
+            program: "mvn".into(),
+            source,
+        })?;
+    if !output.status.success() {
+        return Err(Error::Fetch {
+            what: what.into(),
+            status: output.status.to_string(),
+            output: String::from_utf8_lossy(&[output.stdout, output.stderr].concat()).into(),
+        });
+    }
+    write(&libs.join(".complete"), "")?;
+    Ok(staging)
+}
+
+/// The jars of another Maven project than Kafka's (a reference library that a test runs, such
+/// as AWS's `aws-msk-iam-auth`): the runtime dependencies of `pom`, fetched with `mvn` on
+/// first use into `<cache>/<name>-<hash of pom>/libs`, the folder returned.
+pub fn maven_jars(name: &str, pom: &str) -> Result<PathBuf> {
+    let home = cache_root().join(format!("{name}-{:016x}", fnv1a(pom)));
+    let libs = home.join("libs");
+    if !libs.join(".complete").exists() {
+        let staging = copy_dependencies(&home, pom, name)?;
+        let _ = std::fs::rename(staging.join("libs"), &libs);
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    Ok(libs)
 }
 
 fn cache_root() -> PathBuf {

@@ -12,11 +12,11 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
-    /// Maven did not deliver the Kafka jars.
-    #[error("fetching Kafka {version} with Maven failed (exit {status}); its output:\n{output}")]
+    /// Maven did not deliver the jars (Kafka's, or a reference library's).
+    #[error("fetching {what} with Maven failed (exit {status}; Maven and Maven Central must be reachable); its output:\n{output}")]
     Fetch {
-        /// The pinned Kafka version.
-        version: String,
+        /// What was fetched, e.g. `Kafka 4.1.1`.
+        what: String,
         /// Maven's exit status.
         status: String,
         /// What Maven printed.

@@ -13,7 +13,7 @@
 //!
 //! # Layout
 //!
-//! - `dist`: the Kafka jars fetched once with Maven; `cluster`: single-node KRaft clusters from
+//! - `dist`: the Kafka jars (and reference libraries, [`maven_jars`]) fetched once with Maven; `cluster`: single-node KRaft clusters from
 //!   them; `guard`: child processes that cannot outlive us.
 //! - `browser`: headless Chromium through ChromeDriver, for the status page's test;
 //!   `debian`: programs from Debian packages (Prometheus, Chromium), installed on first use;
@@ -40,7 +40,7 @@ mod sockets;
 pub use browser::Browser;
 pub use cluster::{free_port, ClusterOptions, KafkaBroker, KafkaCluster, OAuthOptions, SecureListeners};
 pub use debian::debian_program;
-pub use dist::{kafka_version, KafkaDist, KAFKA_JVM_PERFORMANCE_OPTIONS, MIRROR_MAKER_JVM_OPTIONS};
+pub use dist::{kafka_version, maven_jars, KafkaDist, KAFKA_JVM_PERFORMANCE_OPTIONS, MIRROR_MAKER_JVM_OPTIONS};
 pub use error::Error;
 pub use fault::FaultProxy;
 pub use guard::{Guarded, ScratchDir};

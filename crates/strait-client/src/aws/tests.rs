@@ -75,6 +75,77 @@ fn the_payload_carries_what_aws_msk_iam_auth_sends() {
     assert!(!payload.contains_key("x-amz-security-token"));
 }
 
+/// Runs `MskIamPayload.java` against AWS's library (fetched from Maven Central on first use):
+/// the payload aws-msk-iam-auth signs now for `HOST` and the given credentials.
+fn reference_payload(arguments: &[&str]) -> BTreeMap<String, String> {
+    let libs = strait_testkit::maven_jars("aws-msk-iam-auth", include_str!("../../java/msk-iam/pom.xml"))
+        .unwrap_or_else(|e| panic!("getting aws-msk-iam-auth from Maven Central (mvn must be on PATH): {e}"));
+    let classes = strait_testkit::ScratchDir::new("msk-iam").unwrap();
+    let classpath = format!("{}:{}/*", classes.path().display(), libs.display());
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/java/msk-iam/MskIamPayload.java");
+    let run = |command: &mut std::process::Command, what: &str| {
+        let output = command
+            .output()
+            .unwrap_or_else(|e| panic!("{what} cannot start: {e} (a JDK 17 must be on PATH)"));
+        assert!(
+            output.status.success(),
+            "{what} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output.stdout
+    };
+    run(
+        std::process::Command::new("javac")
+            .args(["-cp", &classpath, "-d"])
+            .arg(classes.path())
+            .arg(source),
+        "javac",
+    );
+    let stdout = run(
+        std::process::Command::new("java")
+            .args(["-cp", &classpath, "MskIamPayload", HOST])
+            .args(arguments),
+        "java MskIamPayload",
+    );
+    json(String::from_utf8(stdout).unwrap().trim().as_bytes())
+}
+
+/// The payload of AWS's own library for fixed credentials, and Strait's for the same
+/// credentials, host and moment (the library's, which always signs now): the same, field for
+/// field, signature included.
+#[test]
+fn the_payload_is_the_one_aws_msk_iam_auth_signs() {
+    for token in [Some("FwoGZXIvYXdzEJr//////////wEaDM+session=="), None] {
+        let mut arguments = vec!["AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"];
+        arguments.extend(token);
+        let theirs = reference_payload(&arguments);
+        let date = &theirs["x-amz-date"];
+        let unix = sigv4::parse_iso8601(&format!(
+            "{}-{}-{}T{}:{}:{}Z",
+            &date[0..4],
+            &date[4..6],
+            &date[6..8],
+            &date[9..11],
+            &date[11..13],
+            &date[13..15]
+        ))
+        .unwrap();
+        let key = AccessKey {
+            id: arguments[0].into(),
+            secret: Secret::new(arguments[1]),
+            session_token: token.map(Secret::new),
+        };
+        let ours = json(&payload(
+            &key,
+            HOST,
+            "eu-west-1",
+            &AmzDate::from_unix(unix),
+            "reference",
+        ));
+        assert_eq!(ours, theirs);
+    }
+}
+
 #[test]
 fn the_region_is_read_from_the_broker_host_name() {
     for (host, region) in [
