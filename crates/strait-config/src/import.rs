@@ -394,6 +394,22 @@ impl Builder {
         Ok(())
     }
 
+    /// Puts `value` ahead of the list `key` holds (set earlier), as in `config.providers =
+    /// <user's>, <Strimzi's>`.
+    pub(crate) fn prepend(&mut self, key: &str, value: &str, origin: &str) -> Result<()> {
+        let Some(&i) = self.index.get(key) else {
+            return self.set(key, value, origin);
+        };
+        if let Item::Set {
+            value: list, origins, ..
+        } = &mut self.items[i]
+        {
+            *list = format!("{value}, {list}");
+            origins.insert(0, origin.to_owned());
+        }
+        Ok(())
+    }
+
     /// Lists `key` of the input as having no effect.
     pub(crate) fn ignore(&mut self, key: &str, origin: &str, reason: impl Into<String>) {
         self.items.push(Item::Ignored {

@@ -580,15 +580,15 @@ const IGNORED_PREFIXES: &[(&str, &str)] = &[
     ("topic.creation.", WHY_CONNECTOR),
     (
         "producer.override.",
-        "Connect per-connector client overrides are not applied; use `<target>.producer.<key>` or `<source>-><target>.target.producer.<key>`",
+        "a Connect per-connector override of the producer writing to the target, which MM2's dedicated mode hands to its worker; Strait reads that producer's keys as `<source>-><target>.target.producer.<key>` (as `strait import` writes connector JSON's overrides): write that key",
     ),
     (
         "consumer.override.",
-        "Connect per-connector client overrides are not applied; use `<source>.consumer.<key>` or `<source>-><target>.source.consumer.<key>`",
+        "Connect gives source connectors such as MM2's no consumer of its own, so it has no effect; use `<source>.consumer.<key>` or `<source>-><target>.source.consumer.<key>`",
     ),
     (
         "admin.override.",
-        "Connect per-connector client overrides are not applied; use `<alias>.admin.<key>`",
+        "a Connect per-connector override of the worker's admin client, which MM2's tasks do not use; use `<alias>.admin.<key>`",
     ),
     ("worker.", WHY_WORKER),
     ("inter.worker.", WHY_WORKER),

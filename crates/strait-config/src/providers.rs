@@ -13,7 +13,9 @@
 //! the file and directory providers to some folders, and the environment provider's
 //! `config.providers.<alias>.param.allowlist.pattern` (KIP-887) to some variables. A placeholder
 //! of a configured provider that finds nothing is an error naming the key and the placeholder;
-//! one whose alias is not configured stays as written, as in Kafka (with a warning).
+//! one whose alias is not configured stays as written, as in Kafka (with a warning). A provider
+//! class Strait cannot run (Strimzi's `KubernetesSecretConfigProvider`, a custom class) is an
+//! error only where a value uses it; declared and unused, it is a warning.
 //!
 //! The properties keep the text as written beside the resolved value
 //! ([`Property::written`]), so that renderings and errors show the placeholder, never what it
@@ -50,9 +52,20 @@ const REFUSED: &[(&str, &str)] = &[
 /// One configured provider.
 #[derive(Debug)]
 enum Provider {
-    File { allowed: Option<Vec<PathBuf>> },
-    Directory { allowed: Option<Vec<PathBuf>> },
-    Env { allowlist: Option<fancy_regex::Regex> },
+    File {
+        allowed: Option<Vec<PathBuf>>,
+    },
+    Directory {
+        allowed: Option<Vec<PathBuf>>,
+    },
+    Env {
+        allowlist: Option<fancy_regex::Regex>,
+    },
+    /// A class Strait cannot run: why, and the line of its `class` key.
+    Unavailable {
+        reason: String,
+        line: usize,
+    },
 }
 
 /// Whether `key` configures the providers (`config.providers`, `config.providers.<alias>.*`):
@@ -66,16 +79,23 @@ pub(crate) fn is_provider_key(key: &str) -> bool {
 ///
 /// # Errors
 ///
-/// [`ConfigError::Refused`] for a provider class Strait does not run, a missing class or an
-/// unknown provider key; [`ConfigError::Provider`] for a placeholder that resolves to nothing.
+/// [`ConfigError::Refused`] for a missing class or an unknown provider key;
+/// [`ConfigError::Provider`] for a placeholder that resolves to nothing or whose provider class
+/// Strait does not run.
 pub(crate) fn resolve(props: Properties) -> Result<(Properties, Vec<String>)> {
     let (providers, mut warnings) = providers(&props)?;
     let mut resolved = Properties::default();
+    let mut used = std::collections::BTreeSet::new();
     for prop in props.iter() {
         if is_provider_key(&prop.key) || !prop.value.contains("${") {
             resolved.insert(prop.clone());
             continue;
         }
+        used.extend(
+            placeholders(&prop.value)
+                .into_iter()
+                .map(|(_, _, p)| p.alias.to_owned()),
+        );
         let (value, unknown) = substitute(prop, &providers)?;
         for alias in unknown {
             warnings.push(format!(
@@ -90,6 +110,15 @@ pub(crate) fn resolve(props: Properties) -> Result<(Properties, Vec<String>)> {
             written,
             ..prop.clone()
         });
+    }
+    for (alias, provider) in &providers {
+        if let Provider::Unavailable { reason, line } = provider {
+            if !used.contains(alias) {
+                warnings.push(format!(
+                    "line {line}: config provider `{alias}` is declared but no value uses it, so it is not run: {reason}"
+                ));
+            }
+        }
     }
     Ok((resolved, warnings))
 }
@@ -144,9 +173,9 @@ fn providers(props: &Properties) -> Result<(BTreeMap<String, Provider>, Vec<Stri
         };
         let param = |name: &str| props.get(&format!("config.providers.{alias}.param.{name}"));
         let allowed = param("allowed.paths").map(|p| java_list(&p.value).into_iter().map(normalize).collect());
-        let provider = match java_trim(&class.value) {
-            FILE_PROVIDER => Provider::File { allowed },
-            DIRECTORY_PROVIDER => Provider::Directory { allowed },
+        let (provider, takes) = match java_trim(&class.value) {
+            FILE_PROVIDER => (Provider::File { allowed }, "allowed.paths"),
+            DIRECTORY_PROVIDER => (Provider::Directory { allowed }, "allowed.paths"),
             ENV_PROVIDER | "io.strimzi.kafka.EnvVarConfigProvider" => {
                 let allowlist = match param("allowlist.pattern") {
                     None => None,
@@ -159,7 +188,7 @@ fn providers(props: &Properties) -> Result<(BTreeMap<String, Provider>, Vec<Stri
                         }
                     })?),
                 };
-                Provider::Env { allowlist }
+                (Provider::Env { allowlist }, "allowlist.pattern")
             }
             other => {
                 let reason = REFUSED.iter().find(|(c, _)| *c == other).map_or_else(
@@ -171,12 +200,16 @@ fn providers(props: &Properties) -> Result<(BTreeMap<String, Provider>, Vec<Stri
                     },
                     |(_, why)| format!("`{other}` cannot run in Strait: {why}"),
                 );
-                return Err(refused(class, reason));
+                // Its parameters are the class's own business: not checked.
+                providers.insert(
+                    alias,
+                    Provider::Unavailable {
+                        reason,
+                        line: class.line,
+                    },
+                );
+                continue;
             }
-        };
-        let takes = match provider {
-            Provider::File { .. } | Provider::Directory { .. } => "allowed.paths",
-            Provider::Env { .. } => "allowlist.pattern",
         };
         let prefix = format!("config.providers.{alias}.param.");
         for prop in props.iter() {
@@ -259,6 +292,7 @@ impl Provider {
     /// What the provider returns for `key` under `path`, or why it returns nothing.
     fn get(&self, path: Option<&str>, key: &str) -> std::result::Result<String, String> {
         match self {
+            Provider::Unavailable { reason, .. } => Err(reason.clone()),
             Provider::File { allowed } => {
                 let path = allowed_path(path, allowed.as_deref(), "a properties file")?;
                 let bytes = std::fs::read(&path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;

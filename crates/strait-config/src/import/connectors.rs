@@ -276,6 +276,14 @@ fn entry(builder: &mut Builder, c: &Connector, flow: &str, key: &str, value: &st
         );
         return Ok(());
     }
+    // Connect gives a source connector's tasks the worker's producer with the connector's
+    // `producer.override.*` on top (KIP-458). The worker's `connector.client.config.override.policy`
+    // is `All` by default since Kafka 3.0, and Connect refuses a connector whose overrides it
+    // forbids, so a running connector's overrides were applied: for MM2 that producer writes the
+    // mirrored records (and the checkpoints, heartbeats) to the target.
+    if let Some(client_key) = key.strip_prefix("producer.override.") {
+        return builder.set(&format!("{flow}.target.producer.{client_key}"), value, origin);
+    }
     if let Some(why) = ignored_reason(key) {
         // Connect keys (`tasks.max`, converters, …) may differ between connectors harmlessly.
         builder.ignore(&flow_key, origin, why);

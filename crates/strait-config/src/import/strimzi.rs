@@ -18,6 +18,9 @@
 //!   - `scram-sha-256`, `scram-sha-512`, `plain` (`username`, `passwordSecret`):
 //!     `<root>/mm2-password/<alias>/<secretName>/<password>` in `sasl.jaas.config`, as Strimzi
 //!     writes it (`${strimzidir:/opt/kafka/mm2-password/<alias>/<secretName>:<password>}`);
+//!   - `custom` (`sasl`, `config`): the `sasl.*` and `ssl.keystore.*` keys of its `config` as
+//!     client keys (Strimzi drops the others), `SASL_*` as the protocol when `sasl: true` (for
+//!     example AWS MSK IAM: `sasl.mechanism: AWS_MSK_IAM`);
 //!   - `oauth` (`clientId`, `clientSecret`, `tokenEndpointUri`, `scope`): Kafka's own
 //!     OAUTHBEARER client (`sasl.oauthbearer.token.endpoint.url`,
 //!     `OAuthBearerLoginCallbackHandler`, JAAS `clientId`, `clientSecret`, `scope`), the secret
@@ -558,7 +561,9 @@ fn cluster(builder: &mut Builder, alias: &str, at: &At<'_>, connect: bool, root:
             .iter()
             .find(|(k, _)| k == "type")
             .map(|(_, at)| at)
-            .ok_or_else(|| auth.fail("`type` is required: tls, scram-sha-256, scram-sha-512, plain or oauth"))?;
+            .ok_or_else(|| {
+                auth.fail("`type` is required: tls, scram-sha-256, scram-sha-512, plain, oauth or custom")
+            })?;
         let kind = type_at.text()?;
         let origin = auth.origin();
         let sasl = |builder: &mut Builder, mechanism: &str, jaas: String| -> Result<()> {
@@ -669,10 +674,38 @@ fn cluster(builder: &mut Builder, alias: &str, at: &At<'_>, connect: bool, root:
                 sasl(builder, "OAUTHBEARER", jaas)?;
                 protocol.0 = if tls.is_some() { "SASL_SSL" } else { "SASL_PLAINTEXT" };
             }
+            "custom" => {
+                let f = auth.fields(&["type", "sasl", "config"], builder, &[], "")?;
+                let sasl = match get(&f, "sasl") {
+                    None => false,
+                    Some(at) => match at.text()?.as_str() {
+                        "true" => true,
+                        "false" => false,
+                        _ => return Err(at.fail("`sasl` is true or false")),
+                    },
+                };
+                for (key, value) in get(&f, "config").map(At::entries).transpose()?.unwrap_or_default() {
+                    // Strimzi passes only these prefixes of a custom authentication's config
+                    // (`KafkaClientAuthenticationCustom.ALLOWED_PREFIXES`) and drops the rest.
+                    if key.starts_with("sasl.") || key.starts_with("ssl.keystore.") {
+                        builder.set(&format!("{alias}.{key}"), &value.text()?, &value.origin())?;
+                    } else {
+                        builder.ignore(
+                            &value.path,
+                            &value.origin(),
+                            "Strimzi passes only `sasl.*` and `ssl.keystore.*` keys of a custom authentication's \
+                             config to the clients; set other keys in the cluster's `config`",
+                        );
+                    }
+                }
+                if sasl {
+                    protocol.0 = if tls.is_some() { "SASL_SSL" } else { "SASL_PLAINTEXT" };
+                }
+            }
             other => {
                 return Err(type_at.fail(format!(
                     "authentication type `{other}` is not supported; Strait reads tls, scram-sha-256, scram-sha-512, \
-                     plain and oauth"
+                     plain, oauth and custom"
                 )));
             }
         }
@@ -695,12 +728,9 @@ fn config_key(builder: &mut Builder, alias: &str, key: &str, value: &At<'_>, con
     let text = value.text()?;
     if connect && (key == crate::providers::CONFIG_PROVIDERS || key.starts_with("config.providers.")) {
         if key == crate::providers::CONFIG_PROVIDERS {
-            // Strimzi puts the user's providers ahead of its own.
-            return Err(value.fail(
-                "Strait reads Strimzi's three providers (strimzienv, strimzifile, strimzidir) only; write your own \
-                 providers' placeholders with those aliases or move the settings into the mm2.properties `strait import` \
-                 prints",
-            ));
+            // Strimzi puts the user's providers ahead of its own. One Strait cannot run (Strimzi's
+            // KubernetesSecretConfigProvider) is a warning at start while no value uses it.
+            return builder.prepend(key, &text, &origin);
         }
         return builder.set(key, &text, &origin);
     }

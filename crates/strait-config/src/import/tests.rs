@@ -547,3 +547,106 @@ fn strimzi_errors_name_the_file_the_field_and_what_to_do() {
         "{two}"
     );
 }
+
+#[test]
+fn strimzi_custom_authentication_sets_the_client_keys_of_its_config() {
+    let imported = import(&[(
+        "mm2.yaml",
+        &strimzi(
+            "      authentication:\n        type: custom\n        sasl: true\n        config:\n          \
+             sasl.mechanism: AWS_MSK_IAM\n          \
+             sasl.jaas.config: software.amazon.msk.auth.iam.IAMLoginModule required;\n          \
+             sasl.client.callback.handler.class: software.amazon.msk.auth.iam.IAMClientCallbackHandler\n          \
+             not.allowed: foo",
+        ),
+    )])
+    .unwrap();
+    let settings: Vec<String> = settings(&imported).into_iter().map(str::to_owned).collect();
+    assert_has(
+        &settings,
+        &[
+            "source.security.protocol = SASL_SSL",
+            "source.sasl.mechanism = AWS_MSK_IAM",
+            "source.sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule required;",
+            "source.sasl.client.callback.handler.class = software.amazon.msk.auth.iam.IAMClientCallbackHandler",
+        ],
+    );
+    // Strimzi drops keys outside sasl.* and ssl.keystore.*; so does the import, saying so.
+    assert!(!settings.iter().any(|s| s.contains("not.allowed")), "{settings:?}");
+    let imported = import(&[(
+        "mm2.yaml",
+        &strimzi(
+            "      authentication:\n        type: custom\n        sasl: false\n        config:\n          \
+             ssl.keystore.location: /mnt/keystore.p12\n          not.allowed: foo",
+        ),
+    )])
+    .unwrap();
+    let text = imported.text();
+    assert!(text.contains("\nsource.security.protocol = SSL\n"), "{text}");
+    assert!(
+        text.contains("\nsource.ssl.keystore.location = /mnt/keystore.p12\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("spec.clusters[0].authentication.config.\"not.allowed\"")
+            && text.contains("only `sasl.*` and `ssl.keystore.*`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_strimzi_config_provider_no_value_uses_is_a_warning() {
+    let resource = strimzi("").replace(
+        "        producer.linger.ms: 5\n",
+        "        producer.linger.ms: 5\n        config.providers: secrets\n        \
+         config.providers.secrets.class: io.strimzi.kafka.KubernetesSecretConfigProvider\n",
+    );
+    let imported = import(&[("mm2.yaml", &resource)]).unwrap();
+    assert!(
+        imported
+            .text()
+            .contains("\nconfig.providers = secrets, strimzienv, strimzifile, strimzidir\n"),
+        "{}",
+        imported.text()
+    );
+    // Without the mounted trust store, which this machine has not.
+    let text: String = imported
+        .shown_text()
+        .lines()
+        .filter(|line| !line.contains("ssl.truststore"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let config = Mm2Config::parse(&text).unwrap();
+    assert!(
+        config
+            .warnings()
+            .iter()
+            .any(|w| w.contains("config provider `secrets` is declared but no value uses it")),
+        "{:?}",
+        config.warnings()
+    );
+}
+
+#[test]
+fn producer_overrides_reach_the_flows_target_producer() {
+    let source = SOURCE_PUT.replace(
+        "\"target.producer.acks\": \"all\",",
+        "\"producer.override.max.request.size\": \"2097152\", \"producer.override.client.id\": \"mm2-writer\",",
+    );
+    let imported = import(&[("source.json", &source)]).unwrap();
+    let settings = settings(&imported);
+    assert!(
+        settings.contains(&"A->B.target.producer.max.request.size = 2097152"),
+        "{settings:?}"
+    );
+    let config = Mm2Config::parse(imported.shown_text()).unwrap();
+    let flow = config.flow("A", "B").unwrap();
+    assert_eq!(
+        flow.target.get(crate::client::ClientRole::Producer, "max.request.size"),
+        Some("2097152")
+    );
+    assert_eq!(
+        flow.target.get(crate::client::ClientRole::Producer, "client.id"),
+        Some("mm2-writer")
+    );
+}

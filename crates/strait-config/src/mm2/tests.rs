@@ -475,7 +475,7 @@ fn ignored_keys_with_reasons() {
             "line 5: `tasks.max` ignored: Strait spreads partitions over its own workers, not Connect tasks",
             "line 6: `B.offset.flush.interval.ms` ignored: a Connect worker setting; Strait runs no Connect worker",
             "line 8: `A.topics` ignored: MM2 reads connector settings only at top level (`topics`) or per flow (`A-><target>.topics`), not per cluster",
-            "line 9: `A->B.producer.override.linger.ms` ignored: Connect per-connector client overrides are not applied; use `<target>.producer.<key>` or `<source>-><target>.target.producer.<key>`",
+            "line 9: `A->B.producer.override.linger.ms` ignored: a Connect per-connector override of the producer writing to the target, which MM2's dedicated mode hands to its worker; Strait reads that producer's keys as `<source>-><target>.target.producer.<key>` (as `strait import` writes connector JSON's overrides): write that key",
             "line 10: `A->B.security.protocol` ignored: MM2's clients do not read flow-level connection settings; use `<alias>.<key>` or `<source>-><target>.source.cluster.<key>`",
             "line 11: `A->B.source.cluster.client.id` ignored: only bootstrap.servers, security.protocol, ssl.* and sasl.* are read from `source.cluster.*` and `target.cluster.*`",
             "line 12: `A.client.id` ignored: MM2 passes only bootstrap.servers, security.protocol, ssl.* and sasl.* from cluster-level and top-level keys to its clients; use `<alias>.consumer.<key>`, `<alias>.producer.<key>` or `<alias>.admin.<key>`",

@@ -148,24 +148,38 @@ fn a_malformed_resolved_value_is_reported_as_written() {
 }
 
 #[test]
-fn provider_classes_strait_cannot_run_and_stray_provider_keys_are_refused() {
+fn provider_classes_strait_cannot_run_are_refused_where_used_and_stray_provider_keys_always() {
     let error = |extra: &str| {
         parse(&format!("A.bootstrap.servers = a:9092\n{extra}"))
             .unwrap_err()
             .to_string()
     };
-    let kubernetes = error(
-        "config.providers = secrets\n\
-         config.providers.secrets.class = io.strimzi.kafka.KubernetesSecretConfigProvider\n",
-    );
+    const SECRETS: &str = "config.providers = secrets\n\
+         config.providers.secrets.class = io.strimzi.kafka.KubernetesSecretConfigProvider\n";
+    // Declared and used: the value that uses it is named, with why Strait cannot run it.
+    let kubernetes = error(&format!("{SECRETS}A.sasl.jaas.config = ${{secrets:ns/mm2:jaas}}\n"));
     assert!(
-        kubernetes.contains("`io.strimzi.kafka.KubernetesSecretConfigProvider` cannot run in Strait")
+        kubernetes.contains("A.sasl.jaas.config")
+            && kubernetes.contains("${secrets:ns/mm2:jaas}")
+            && kubernetes.contains("`io.strimzi.kafka.KubernetesSecretConfigProvider` cannot run in Strait")
             && kubernetes.contains("Kubernetes API"),
         "{kubernetes}"
     );
+    assert!(error(
+        "config.providers = vault\nconfig.providers.vault.class = com.example.Vault\nA.ssl.key.password = ${vault:k}\n"
+    )
+    .contains("Strait runs Kafka's three config providers"));
+    // Declared and unused (Strimzi users often declare it for other connectors): a warning.
+    let config = parse(&format!(
+        "A.bootstrap.servers = a:9092\n{SECRETS}config.providers.secrets.param.namespace = ns\n"
+    ))
+    .unwrap();
+    assert_eq!(config.warnings().len(), 1, "{:?}", config.warnings());
     assert!(
-        error("config.providers = vault\nconfig.providers.vault.class = com.example.Vault\n")
-            .contains("Strait runs Kafka's three config providers")
+        config.warnings()[0].contains("config provider `secrets` is declared but no value uses it")
+            && config.warnings()[0].contains("Kubernetes API"),
+        "{:?}",
+        config.warnings()
     );
     assert!(error("config.providers = file\n").contains("provider `file` has no class"));
     assert!(error(&format!("config.providers.file.class = {FILE}\n")).contains("not a provider setting"));
