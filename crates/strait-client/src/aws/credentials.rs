@@ -27,6 +27,14 @@ const IMDS_IPV6_ENDPOINT: &str = "http://[fd00:ec2::254]";
 /// How long an IMDSv2 session token lives (the SDKs' value).
 const IMDS_TOKEN_TTL_SECONDS: &str = "21600";
 
+/// A provider's answer: credentials, or why it has none here (not set up), as opposed to an
+/// error (set up, and failing).
+type Found = std::result::Result<Credentials, String>;
+
+/// A boxed future, for the providers that resolve others (a role's base credentials, a
+/// profile's `source_profile`).
+type Boxed<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>>;
+
 /// Credentials and where they came from.
 #[derive(Clone)]
 pub(crate) struct Credentials {
@@ -145,7 +153,7 @@ impl Provider {
     }
 
     /// The credentials of this provider; `Ok(None)` with a reason when it is not set up here.
-    async fn resolve(&self, env: &Environment) -> Result<std::result::Result<Credentials, String>> {
+    async fn resolve(&self, env: &Environment) -> Result<Found> {
         match self {
             Provider::Static(key) => Ok(Ok(Credentials {
                 key: key.clone(),
@@ -199,10 +207,7 @@ fn default_session_name() -> String {
 
 /// The first provider of `chain` that has credentials. When none has, the error says what each
 /// one lacked or why it failed.
-pub(crate) fn resolve_chain<'a>(
-    chain: &'a [Provider],
-    env: &'a Environment,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Credentials>> + Send + 'a>> {
+pub(crate) fn resolve_chain<'a>(chain: &'a [Provider], env: &'a Environment) -> Boxed<'a, Credentials> {
     // Boxed: AssumeRole resolves its base chain through here.
     Box::pin(async move {
         let mut reasons = Vec::new();
@@ -227,7 +232,7 @@ pub(crate) fn resolve_chain<'a>(
     })
 }
 
-fn environment(env: &Environment) -> std::result::Result<Credentials, String> {
+fn environment(env: &Environment) -> Found {
     match (env.get("AWS_ACCESS_KEY_ID"), env.get("AWS_SECRET_ACCESS_KEY")) {
         (Some(id), Some(secret)) => Ok(Credentials {
             key: AccessKey {
@@ -295,12 +300,7 @@ pub(crate) fn profile_properties(env: &Environment, name: &str) -> Option<HashMa
 /// How deep `source_profile` may chain (the SDKs refuse loops; a bound does the same).
 const MAX_PROFILE_DEPTH: usize = 4;
 
-fn profile<'a>(
-    env: &'a Environment,
-    name: &'a str,
-    depth: usize,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<std::result::Result<Credentials, String>>> + Send + 'a>>
-{
+fn profile<'a>(env: &'a Environment, name: &'a str, depth: usize) -> Boxed<'a, Found> {
     Box::pin(async move {
         let files = format!(
             "{} and {}",
@@ -375,10 +375,7 @@ fn profile<'a>(
     })
 }
 
-fn static_keys<'a>(
-    name: &str,
-    get: &impl Fn(&str) -> Option<&'a str>,
-) -> Result<std::result::Result<Credentials, String>> {
+fn static_keys<'a>(name: &str, get: &impl Fn(&str) -> Option<&'a str>) -> Result<Found> {
     match (get("aws_access_key_id"), get("aws_secret_access_key")) {
         (Some(id), Some(secret)) => Ok(Ok(Credentials {
             key: AccessKey {
@@ -488,7 +485,7 @@ async fn get_text(endpoint: &Endpoint, url: &http::Uri, headers: &[(&str, &str)]
     })
 }
 
-async fn container(env: &Environment) -> Result<std::result::Result<Credentials, String>> {
+async fn container(env: &Environment) -> Result<Found> {
     let (url, variable) = match (
         env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"),
         env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI"),
@@ -536,7 +533,7 @@ async fn container(env: &Environment) -> Result<std::result::Result<Credentials,
     json_credentials(&body, "container credentials endpoint").map(Ok)
 }
 
-async fn instance_metadata(env: &Environment) -> Result<std::result::Result<Credentials, String>> {
+async fn instance_metadata(env: &Environment) -> Result<Found> {
     if env
         .get("AWS_EC2_METADATA_DISABLED")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
