@@ -119,17 +119,7 @@ fn the_payload_is_the_one_aws_msk_iam_auth_signs() {
         let mut arguments = vec!["AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"];
         arguments.extend(token);
         let theirs = reference_payload(&arguments);
-        let date = &theirs["x-amz-date"];
-        let unix = sigv4::parse_iso8601(&format!(
-            "{}-{}-{}T{}:{}:{}Z",
-            &date[0..4],
-            &date[4..6],
-            &date[6..8],
-            &date[9..11],
-            &date[11..13],
-            &date[13..15]
-        ))
-        .unwrap();
+        let unix = unix_of(&theirs["x-amz-date"]);
         let key = AccessKey {
             id: arguments[0].into(),
             secret: Secret::new(arguments[1]),
@@ -329,9 +319,8 @@ async fn fake_endpoint(handler: Handler) -> (String, Arc<Mutex<Vec<Received>>>) 
     (url, received)
 }
 
-fn iso8601(unix: i64) -> String {
-    let date = AmzDate::from_unix(unix);
-    let d = date.full();
+/// `yyyyMMddTHHmmssZ` as ISO 8601 (`yyyy-MM-ddTHH:mm:ssZ`).
+fn iso8601_of(d: &str) -> String {
     format!(
         "{}-{}-{}T{}:{}:{}Z",
         &d[0..4],
@@ -341,6 +330,15 @@ fn iso8601(unix: i64) -> String {
         &d[11..13],
         &d[13..15]
     )
+}
+
+fn iso8601(unix: i64) -> String {
+    iso8601_of(AmzDate::from_unix(unix).full())
+}
+
+/// The moment of a payload's `x-amz-date`.
+fn unix_of(amz_date: &str) -> i64 {
+    sigv4::parse_iso8601(&iso8601_of(amz_date)).unwrap()
 }
 
 /// An instance metadata service that hands out credentials `ASIA<n>` expiring after `lifetime`
@@ -779,17 +777,7 @@ fn check_signature(payload: &BTreeMap<String, String>) {
         secret: Secret::new(secret),
         session_token: payload.get("x-amz-security-token").map(Secret::new),
     };
-    let date = &payload["x-amz-date"];
-    let unix = sigv4::parse_iso8601(&format!(
-        "{}-{}-{}T{}:{}:{}Z",
-        &date[0..4],
-        &date[4..6],
-        &date[6..8],
-        &date[9..11],
-        &date[11..13],
-        &date[13..15]
-    ))
-    .unwrap();
+    let unix = unix_of(&payload["x-amz-date"]);
     let expected = json(&super::payload(
         &key,
         &payload["host"],
