@@ -420,6 +420,8 @@ impl Router {
                 }
             }
         }
+        // After a crash, what the target acknowledged past the stored position is not sent again.
+        crate::landed::skip_landed(&self.config, &mut started).await;
         if started.is_empty() {
             return;
         }

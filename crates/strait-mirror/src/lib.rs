@@ -23,7 +23,9 @@
 //!   through Kafka's group protocol ([`Membership`]); `holdings`: a flow's share applied to its
 //!   data path (acquired partitions started from stored progress, revoked ones drained first).
 //! - `data_path`: the router placing each partition with the fetcher of its source leader and
-//!   the producer of its target leader, again when a leader moves.
+//!   the producer of its target leader, again when a leader moves; `landed`: at a partition's
+//!   start from stored progress (after a crash), the batches the target acknowledged past it
+//!   are recognised, and mirroring resumes after them.
 //! - `source`: `fetcher` (one per source broker: connection, fetch session, one Fetch in flight)
 //!   and `cursor` (one per partition: position; fetched data into queue entries).
 //! - `sink`: `producer` (one per target broker: multi-partition Produce requests), `queue` (one
@@ -56,6 +58,7 @@ mod heartbeats;
 mod holdings;
 mod internal_topics;
 mod lag;
+mod landed;
 mod metrics;
 mod murmur2;
 mod offset_map;

@@ -84,29 +84,46 @@ impl Outgoing {
 
     /// Where each run of consecutive source offsets landed, given the target base offset.
     pub fn mappings(&self, source_topic: &str, partition: i32, target_base: i64) -> Vec<OffsetMapping> {
-        let mapping = |source_offset, target_offset, records| OffsetMapping {
-            source_topic: source_topic.to_owned(),
+        mappings(
+            source_topic,
             partition,
-            source_offset,
-            target_offset,
-            records,
-        };
-        let Some(offsets) = &self.source_offsets else {
-            return vec![mapping(
-                self.batch.base_offset(),
-                target_base,
-                self.batch.records_count(),
-            )];
-        };
-        let mut runs: Vec<OffsetMapping> = Vec::new();
-        for (i, &offset) in offsets.iter().enumerate() {
-            match runs.last_mut() {
-                Some(run) if run.source_offset + i64::from(run.records) == offset => run.records += 1,
-                _ => runs.push(mapping(offset, target_base + i as i64, 1)),
-            }
-        }
-        runs
+            self.batch.base_offset(),
+            self.batch.records_count(),
+            self.source_offsets.as_deref(),
+            target_base,
+        )
     }
+}
+
+/// Where each run of consecutive source offsets of a forwarded batch landed, given its target
+/// base offset: `records` records from `source_base`, or for a rebuilt batch the records at
+/// `source_offsets`.
+pub(crate) fn mappings(
+    source_topic: &str,
+    partition: i32,
+    source_base: i64,
+    records: i32,
+    source_offsets: Option<&[i64]>,
+    target_base: i64,
+) -> Vec<OffsetMapping> {
+    let mapping = |source_offset, target_offset, records| OffsetMapping {
+        source_topic: source_topic.to_owned(),
+        partition,
+        source_offset,
+        target_offset,
+        records,
+    };
+    let Some(offsets) = source_offsets else {
+        return vec![mapping(source_base, target_base, records)];
+    };
+    let mut runs: Vec<OffsetMapping> = Vec::new();
+    for (i, &offset) in offsets.iter().enumerate() {
+        match runs.last_mut() {
+            Some(run) if run.source_offset + i64::from(run.records) == offset => run.records += 1,
+            _ => runs.push(mapping(offset, target_base + i as i64, 1)),
+        }
+    }
+    runs
 }
 
 #[cfg(test)]

@@ -108,6 +108,12 @@ struct Totals {
     records: AtomicU64,
     bytes: AtomicU64,
     gap_records: AtomicU64,
+    /// Records found on the target past the stored position at a partition's start, not sent
+    /// again (see `landed`).
+    resume_found_records: AtomicU64,
+    /// Partition starts that resumed at the stored position without recognising what the target
+    /// held past it (identical batches, or the reads failed): that may be written again.
+    resume_fallbacks: AtomicU64,
     /// From a batch's fetch response to its acknowledgement: the time a batch spends in Strait.
     in_strait: Mutex<Histogram>,
     /// The last errors, oldest first; bounded, so a partition failing in a loop costs nothing.
@@ -147,6 +153,8 @@ struct PartitionInner {
     record_age_ms: Window,
     replication_latency_ms: Window,
     gap_records: u64,
+    resume_found_records: u64,
+    resume_fallbacks: u64,
     position: Option<i64>,
     source_end: Option<i64>,
     /// When the position last reached the source end (or the partition started).
@@ -170,6 +178,8 @@ impl PartitionInner {
             record_age_ms: Window::new(now),
             replication_latency_ms: Window::new(now),
             gap_records: 0,
+            resume_found_records: 0,
+            resume_fallbacks: 0,
             position: None,
             source_end: None,
             caught_up_ms: now,
@@ -319,6 +329,19 @@ impl PartitionStats {
         self.totals.gap_records.fetch_add(records, Ordering::Relaxed);
         self.update(|p, _| p.gap_records += records);
     }
+
+    /// At its start, `records` records were found on the target past the stored position.
+    pub(crate) fn record_resume_found(&self, records: i64) {
+        let records = records.max(0) as u64;
+        self.totals.resume_found_records.fetch_add(records, Ordering::Relaxed);
+        self.update(|p, _| p.resume_found_records += records);
+    }
+
+    /// At its start, what the target held past the stored position was not recognised.
+    pub(crate) fn record_resume_fallback(&self) {
+        self.totals.resume_fallbacks.fetch_add(1, Ordering::Relaxed);
+        self.update(|p, _| p.resume_fallbacks += 1);
+    }
 }
 
 /// Live state of one flow.
@@ -410,6 +433,18 @@ impl Stats {
     /// Source offsets deleted at the source before they could be mirrored.
     pub fn gap_records(&self) -> u64 {
         self.totals.gap_records.load(Ordering::Relaxed)
+    }
+
+    /// Records found on the target past the stored position when partitions started (after a
+    /// crash), and not sent again.
+    pub fn resume_found_records(&self) -> u64 {
+        self.totals.resume_found_records.load(Ordering::Relaxed)
+    }
+
+    /// Partition starts that resumed at the stored position without recognising what the
+    /// target held past it: those records may be written again.
+    pub fn resume_fallbacks(&self) -> u64 {
+        self.totals.resume_fallbacks.load(Ordering::Relaxed)
     }
 
     /// Fetch requests sent so far, by kind: `full` (every partition) or `incremental` (KIP-227:

@@ -119,6 +119,18 @@ impl Stats {
                 &labels,
                 p.gap_records as f64,
             );
+            out.counter(
+                "strait_resume_found_records_total",
+                "Records found on the target past the stored position when the partition started (acknowledged before a crash, not stored yet): not sent again.",
+                &labels,
+                p.resume_found_records as f64,
+            );
+            out.counter(
+                "strait_resume_fallbacks_total",
+                "Starts of the partition at its stored position without recognising what the target held past it (identical batches, or the reads failed): that may be written again.",
+                &labels,
+                p.resume_fallbacks as f64,
+            );
             out.gauge(
                 "strait_partition_up",
                 "1 while the partition is mirrored, 0 after it stopped with an error or while its batches fail past delivery.timeout.ms.",

@@ -41,6 +41,8 @@ impl Stats {
                     "records": p.record_count,
                     "bytes": p.byte_count,
                     "gap_records": p.gap_records,
+                    "resume_found_records": p.resume_found_records,
+                    "resume_fallbacks": p.resume_fallbacks,
                     "last_error": p.error.as_ref().or(p.failing.as_ref()),
                 })
             })
@@ -54,6 +56,8 @@ impl Stats {
             "records": self.records(),
             "bytes": self.bytes(),
             "gap_records": self.gap_records(),
+            "resume_found_records": self.resume_found_records(),
+            "resume_fallbacks": self.resume_fallbacks(),
             "last_heartbeat_ms": self.last_heartbeat_ms(),
             "recent_errors": self.recent_errors(),
             "tasks": self.tasks_status(),
