@@ -12,7 +12,7 @@ use std::time::Duration;
 use strait_testkit::{KafkaCluster, KafkaDist};
 use strait_tests::*;
 
-use crate::mirror::{check_numbered, write_numbered, write_numbered_from};
+use crate::mirror::{check_numbered, write_numbered, write_numbered_while};
 
 /// A flow of `topic` from the shared source into `target` (its bootstrap servers) in
 /// exactly-once mode, with MM2's keys. Its source alias is the topic's name without dashes: a transactional id, an offsets topic and remote names of its own, so
@@ -159,18 +159,7 @@ async fn killed_and_restarted(
 
     // The source is written all along, so that every kill lands in a busy transaction.
     let writing = Arc::new(AtomicBool::new(true));
-    let writer = tokio::spawn({
-        let (source, topic, writing) = (source.clone(), topic.clone(), writing.clone());
-        async move {
-            let mut batch = batches;
-            while writing.load(Ordering::Relaxed) {
-                write_numbered_from(&source, &topic, partitions, batch, 1, per_batch).await;
-                batch += 1;
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            batch
-        }
-    });
+    let writer = write_numbered_while(&source, &topic, partitions, batches, per_batch, &writing);
     for kill in 1..=kills {
         let (mut mirror, log) = start(&config, kill);
         // Busy: the target grows by more than a transaction's worth after the start.
@@ -488,17 +477,7 @@ async fn a_second_process_outside_the_group_on_the_same_flow_fences_the_first() 
     std::fs::write(&config, properties).unwrap();
     let remote = format!("{alias}.{topic}");
     let writing = Arc::new(AtomicBool::new(true));
-    let writer = tokio::spawn({
-        let (source, topic, writing) = (source.clone(), topic.clone(), writing.clone());
-        async move {
-            let mut batch = 0;
-            while writing.load(Ordering::Relaxed) {
-                write_numbered_from(&source, &topic, 1, batch, 1, 100).await;
-                batch += 1;
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    });
+    let writer = write_numbered_while(&source, &topic, 1, 0, 100, &writing);
     let (mut first, first_log) = start(&config, 1);
     let deadline = std::time::Instant::now() + WAIT;
     while end_offsets(&target, &remote).await <= 1_000 {

@@ -321,6 +321,28 @@ pub(crate) async fn write_numbered_from(
     }
 }
 
+/// A live stream: numbered batches of `per_batch` records to each partition from batch `first`
+/// on, one every 20 ms while `writing` holds; ends with the number of the batch after the last.
+pub(crate) fn write_numbered_while(
+    client: &strait_client::KafkaClient,
+    topic: &str,
+    partitions: i32,
+    first: usize,
+    per_batch: usize,
+    writing: &Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<usize> {
+    let (client, topic, writing) = (client.clone(), topic.to_owned(), writing.clone());
+    tokio::spawn(async move {
+        let mut batch = first;
+        while writing.load(Ordering::Relaxed) {
+            write_numbered_from(&client, &topic, partitions, batch, 1, per_batch).await;
+            batch += 1;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        batch
+    })
+}
+
 /// Checks that every numbered record is on the target in order; returns the duplicates.
 pub(crate) async fn check_numbered(
     target: &strait_client::KafkaClient,
@@ -476,6 +498,104 @@ async fn a_mirror_killed_with_sigkill_and_restarted_loses_nothing() {
         "{duplicates} duplicates, but only {bound} records reached the target in the {window:?} before the kill \
          or after it"
     );
+}
+
+/// A `strait run` SIGKILLed again and again under a live stream, as a systemd unit with
+/// `group.instance.id` restarts it: Kafka's console consumer finds every record on the target
+/// exactly once. What the target acknowledged past the stored progress at each kill is
+/// recognised at the restart, not sent again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mirror_killed_again_and_again_under_a_live_stream_writes_nothing_twice() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let topic = unique("sigkills");
+    let (partitions, per_batch, kills) = (3, 100, 6);
+    create_topic(&source, &topic, partitions).await;
+    let remote = format!("source.{topic}");
+    let port = free_port();
+    let config = std::env::temp_dir().join(format!("{topic}.properties"));
+    let extra = format!(
+        "group.instance.id = {}\nstrait.http.listener = 127.0.0.1:{port}\n",
+        unique("mirror")
+    );
+    std::fs::write(&config, mm2_properties(&topic, &extra)).unwrap();
+    let log = std::env::temp_dir().join(format!("{topic}.log"));
+    let start = || {
+        StraitProcess(
+            std::process::Command::new(strait_binary())
+                .args([std::ffi::OsStr::new("run"), config.as_os_str()])
+                .stdout(Stdio::null())
+                .stderr(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&log)
+                        .unwrap(),
+                )
+                .spawn()
+                .expect("starting strait"),
+        )
+    };
+    // A live stream of distinct batches, about 10 000 records/s over the three partitions.
+    let writing = Arc::new(AtomicBool::new(true));
+    let writer = write_numbered_while(&source, &topic, partitions, 0, per_batch, &writing);
+    let (mut found, mut fallbacks) = (0, 0);
+    for kill in 0..kills {
+        let mut mirror = start();
+        // Killed once it has mirrored a while past where the last one was killed: its stored
+        // progress (every second) is behind what the target acknowledged.
+        let from = end_offsets(&target, &remote).await;
+        wait_until(&format!("run {kill} mirroring 20 000 records"), || async {
+            end_offsets(&target, &remote).await >= from + 20_000
+        })
+        .await;
+        let Some((200, body)) = http_get(port, "/status").await else {
+            panic!("/status of run {kill}");
+        };
+        let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+        found += status["flows"][0]["resume_found_records"].as_u64().unwrap();
+        fallbacks += status["flows"][0]["resume_fallbacks"].as_u64().unwrap();
+        mirror.0.kill().unwrap(); // SIGKILL: no drain, no final progress flush.
+        mirror.0.wait().unwrap();
+    }
+    writing.store(false, Ordering::Relaxed);
+    let batches = writer.await.unwrap();
+    let total = partitions as usize * batches * per_batch;
+    let mirror = start();
+    wait_until_complete(&target, &remote, total as i64).await;
+    assert!(mirror.terminate(), "a clean stop exits 0");
+    let _ = std::fs::remove_file(&config);
+
+    // Kafka's console consumer judges: every value `p<partition>-<n>-…` once.
+    let on_target = end_offsets(&target, &remote).await as usize;
+    let lines = tokio::task::spawn_blocking({
+        let (bootstrap, remote) = (clusters.target.bootstrap_servers(), remote.clone());
+        move || console_consume(&bootstrap, &remote, on_target)
+    })
+    .await
+    .unwrap();
+    assert_eq!(lines.len(), on_target, "the console consumer read the whole topic");
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for line in &lines {
+        let value = line.rsplit('\t').next().unwrap();
+        let mut fields = value.splitn(3, '-');
+        let key = format!("{}-{}", fields.next().unwrap(), fields.next().unwrap());
+        *seen.entry(key).or_default() += 1;
+    }
+    let lost = (0..partitions)
+        .flat_map(|p| (0..batches * per_batch).map(move |n| format!("p{p}-{n}")))
+        .filter(|key| !seen.contains_key(key))
+        .count();
+    let duplicates: usize = seen.values().map(|c| c - 1).sum();
+    println!(
+        "{kills} SIGKILLs: {total} records, {lost} lost, {duplicates} duplicated; {found} records found on the \
+         target at the restarts, {fallbacks} fallbacks (log: {})",
+        log.display()
+    );
+    assert_eq!(lost, 0, "records lost");
+    assert_eq!(duplicates, 0, "records written twice");
+    assert!(found > 0, "the restarts found what the killed runs had not stored");
+    let _ = std::fs::remove_file(&log);
 }
 
 #[tokio::test(flavor = "multi_thread")]

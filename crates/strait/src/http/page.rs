@@ -59,6 +59,8 @@ async fn overview(State(site): State<Site>) -> Json<Value> {
                 "records": stats.records(),
                 "bytes": stats.bytes(),
                 "gap_records": stats.gap_records(),
+                "resume_found_records": stats.resume_found_records(),
+                "resume_fallbacks": stats.resume_fallbacks(),
                 "last_heartbeat_ms": stats.last_heartbeat_ms(),
                 "summary": stats.summary(),
                 "tasks": stats.tasks_status(),
