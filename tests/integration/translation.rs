@@ -159,7 +159,11 @@ async fn groups_fail_over_exactly_at_any_lag_after_restarts_and_a_crash() {
         .iter()
         .map(|(_, value, _, _)| value.as_deref().and_then(|v| number(std::str::from_utf8(v).unwrap())))
         .collect();
-    assert_eq!(log.len() as i64, SHIFT + written, "nothing mirrored twice after the SIGKILL");
+    assert_eq!(
+        log.len() as i64,
+        SHIFT + written,
+        "nothing mirrored twice after the SIGKILL"
+    );
 
     // `strait translate`: each group's exact target offset.
     let mut translated = Vec::new();

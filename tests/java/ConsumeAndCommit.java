@@ -11,7 +11,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
  * A real consumer group member: subscribes to a topic, consumes up to `limit` records of each of
- * its `partitions` partitions (-1: everything until the topic is quiet for 5 s), prints each
+ * its `partitions` partitions (-1: everything until the topic is quiet for 5 s once partitions
+ * are assigned), prints each
  * value, commits the position after the last consumed record (with metadata "m<partition>")
  * and leaves. Usage: ConsumeAndCommit bootstrap topic group partitions limit
  */
@@ -29,7 +30,8 @@ public class ConsumeAndCommit {
         Map<Integer, Long> consumed = new HashMap<>();
         Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
         long deadline = System.currentTimeMillis() + 60_000;
-        long quietSince = System.currentTimeMillis();
+        // Quiet counts from the assignment on: joining the group may take longer than 5 s.
+        long quietSince = Long.MAX_VALUE;
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
             consumer.subscribe(List.of(args[1]));
             while (System.currentTimeMillis() < deadline) {
@@ -38,7 +40,11 @@ public class ConsumeAndCommit {
                 if (done || (limit < 0 && System.currentTimeMillis() - quietSince > 5_000)) {
                     break;
                 }
-                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                var records = consumer.poll(Duration.ofMillis(200));
+                if (quietSince == Long.MAX_VALUE && !consumer.assignment().isEmpty()) {
+                    quietSince = System.currentTimeMillis();
+                }
+                for (ConsumerRecord<String, String> record : records) {
                     quietSince = System.currentTimeMillis();
                     long count = consumed.getOrDefault(record.partition(), 0L);
                     if (limit >= 0 && count >= limit) {
