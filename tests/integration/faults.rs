@@ -269,21 +269,39 @@ async fn damaged_batches_are_fetched_again_and_stop_their_partition_if_they_stay
         .await
         .unwrap();
     let target = client(&clusters.target).await;
-    let (once, always) = (unique("damaged-once"), unique("damaged-always"));
-    create_topic(&source, &once, 1).await;
-    create_topic(&source, &always, 1).await;
+    let (once, always, header) = (
+        unique("damaged-once"),
+        unique("damaged-always"),
+        unique("damaged-header"),
+    );
+    for topic in [&once, &always, &header] {
+        create_topic(&source, topic, 1).await;
+    }
     let once_values = write_marked(&source, &once, "once", 20, 10, "DAMAGE-ME-1").await;
     let always_values = write_marked(&source, &always, "always", 20, 10, "DAMAGE-ME-2").await;
+    // Batches at 0, 3, 53, 103, …: the base offset 503 is this topic's alone.
+    let mut header_values: Vec<String> = (0..3).map(|i| format!("header-{i}")).collect();
+    let mut first = strait_wire::RecordBatchBuilder::new();
+    for value in &header_values {
+        first.push(None, Some(value.clone().into()), vec![], now_ms());
+    }
+    source.produce(&header, 0, vec![first.build()]).await.unwrap();
+    header_values.extend(write_marked(&source, &header, "header-rest", 19, usize::MAX, "").await);
     // On the way from the source: one response is damaged once (a flipped bit on a link), the
-    // other every time (a batch damaged in the source's log).
+    // other every time (a batch damaged in the source's log). A third has a base offset damaged
+    // once, which the CRC does not cover: read as it says, the batch would lie before the
+    // position and look mirrored already.
     proxy.corrupt_responses(b"DAMAGE-ME-1", b"DAMAGE-XX-1", 1);
     proxy.corrupt_responses(b"DAMAGE-ME-2", b"DAMAGE-XX-2", u32::MAX);
+    proxy.corrupt_responses(&503i64.to_be_bytes(), &3i64.to_be_bytes(), 1);
 
-    let properties =
-        mm2_properties(&format!("{once}, {always}"), "").replace(&clusters.source.bootstrap_servers(), &bootstrap);
+    let properties = mm2_properties(&format!("{once}, {always}, {header}"), "")
+        .replace(&clusters.source.bootstrap_servers(), &bootstrap);
     let mirror = start_mirror(&properties);
     let (remote_once, remote_always) = (format!("source.{once}"), format!("source.{always}"));
     wait_until_complete(&target, &remote_once, 1000).await;
+    let remote_header = format!("source.{header}");
+    wait_until_complete(&target, &remote_header, 953).await;
     let stopped = || {
         let status = mirror.stats().status();
         status["partitions"]
@@ -308,6 +326,7 @@ async fn damaged_batches_are_fetched_again_and_stop_their_partition_if_they_stay
     // batch and nothing from it on.
     assert_eq!(values(&target, &remote_once).await, once_values);
     assert_eq!(values(&target, &remote_always).await, always_values[..500]);
+    assert_eq!(values(&target, &remote_header).await, header_values);
     let mut metrics = strait_mirror::PrometheusText::default();
     mirror.stats().write_prometheus(&mut metrics);
     let metrics = metrics.finish();
@@ -315,8 +334,9 @@ async fn damaged_batches_are_fetched_again_and_stop_their_partition_if_they_stay
         .lines()
         .find(|l| l.starts_with("strait_errors_total{") && l.contains("code=\"CORRUPT_MESSAGE\""))
         .unwrap_or_else(|| panic!("no CORRUPT_MESSAGE count in\n{metrics}"));
-    // Once for the link, then the first try and 3 fetches again for the damaged log.
-    assert!(corrupt.ends_with(" 5"), "{corrupt}");
+    // Once for the link, the first try and 3 fetches again for the damaged log, once for the
+    // damaged base offset.
+    assert!(corrupt.ends_with(" 6"), "{corrupt}");
     let stop = mirror.stop().await.unwrap_err().to_string();
     assert!(stop.contains(&always) && stop.contains("CRC"), "{stop}");
     println!("damaged batches: 1000 records of {once} intact, 500 of {always} then stopped: {stop}");

@@ -34,6 +34,7 @@ use crate::budget::Budget;
 use crate::data_path::{DataPathConfig, Route};
 use crate::offset_syncs::OffsetMapping;
 use crate::outgoing::mappings;
+use crate::source::cursor::check_fetched;
 use crate::{MirrorError, Translation};
 
 /// Batches of the replay held at most per partition (their fingerprints, not their bytes):
@@ -123,8 +124,9 @@ impl SourceReplay {
         self.ended
     }
 
-    /// Replays one fetch's record set, with its aborted transactions.
-    pub(crate) fn take(&mut self, records: Bytes, aborted_transactions: Vec<(i64, i64)>) {
+    /// Replays one fetch's record set, with its aborted transactions and the partition's high
+    /// watermark.
+    pub(crate) fn take(&mut self, records: Bytes, aborted_transactions: Vec<(i64, i64)>, high_watermark: i64) {
         let mut filter = AbortedTransactionFilter::new(aborted_transactions);
         for batch in RecordBatches::new(records) {
             if self.ended {
@@ -136,10 +138,7 @@ impl SourceReplay {
                 self.ended = true;
                 return;
             };
-            if batch.next_offset() <= self.position {
-                continue;
-            }
-            if batch.verify_crc().is_err() || batch.compression().is_err() {
+            if check_fetched(&batch, self.position, high_watermark).is_err() || batch.compression().is_err() {
                 self.ended = true;
                 return;
             }
@@ -420,7 +419,7 @@ impl Read {
                 .map_err(MirrorError::client_at(alias))?;
             let _held = self.budget.charge(fetched.records.len());
             let before = replay.position();
-            replay.take(fetched.records, fetched.aborted_transactions);
+            replay.take(fetched.records, fetched.aborted_transactions, fetched.high_watermark);
             let source_end = match self.read_committed {
                 true => fetched.last_stable_offset,
                 false => fetched.high_watermark,
@@ -544,7 +543,7 @@ mod tests {
     fn replay(from: i64, sets: &[&Bytes]) -> SourceReplay {
         let mut replay = SourceReplay::new(from, false);
         for set in sets {
-            replay.take((*set).clone(), vec![]);
+            replay.take((*set).clone(), vec![], -1);
         }
         replay
     }
@@ -668,7 +667,7 @@ mod tests {
         let kept = batch(1, &["kept"], 3_001);
         let set = Bytes::from([&aborted[..], &kept[..]].concat());
         let mut replay = SourceReplay::new(0, true);
-        replay.take(set, vec![(5, 0)]);
+        replay.take(set, vec![(5, 0)], -1);
         assert_eq!((replay.records(), replay.position()), (1, 2));
         let landed = walk(replay, &[landed_at(&aborted, 9, 0), landed_at(&kept, 10, 0)]);
         assert!(

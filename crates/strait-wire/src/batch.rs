@@ -317,6 +317,35 @@ impl RecordBatch {
         }
     }
 
+    /// Checks what the CRC does not cover or cannot make sense of: a base offset that is not
+    /// negative, an offset span that is neither negative nor overflows, and no more records than
+    /// the span holds (compaction only removes records).
+    pub fn check_header(&self) -> Result<(), WireError> {
+        let impossible = |reason| {
+            Err(WireError::ImpossibleHeader {
+                base_offset: self.base_offset(),
+                reason,
+            })
+        };
+        if self.base_offset() < 0 {
+            return impossible("a negative baseOffset");
+        }
+        if self.last_offset_delta() < 0 {
+            return impossible("a negative lastOffsetDelta");
+        }
+        if self
+            .base_offset()
+            .checked_add(i64::from(self.last_offset_delta()) + 1)
+            .is_none()
+        {
+            return impossible("its last offset overflows");
+        }
+        if self.records_count() < 0 || i64::from(self.records_count()) > i64::from(self.last_offset_delta()) + 1 {
+            return impossible("recordsCount is negative or above lastOffsetDelta + 1");
+        }
+        Ok(())
+    }
+
     /// For a control batch, the type read from its first record's key; `None` for a data batch
     /// or a control batch the cleaner emptied.
     ///
@@ -645,6 +674,39 @@ mod tests {
             err.to_string(),
             format!("batch at offset 77 is corrupt: its CRC-32C is {actual:#010x}, the header says {expected:#010x}")
         );
+    }
+
+    #[test]
+    fn impossible_offsets_and_counts_in_the_header_are_caught() {
+        let batch = stored(&sample(Compression::None), 77, 0, -1); // 3 records, lastOffsetDelta 2
+        assert_eq!(RecordBatch::new(batch.clone()).unwrap().check_header(), Ok(()));
+        let compacted = patch(&batch, 57, &1i32.to_be_bytes());
+        assert_eq!(RecordBatch::new(compacted).unwrap().check_header(), Ok(()));
+        for (at, value, reason) in [
+            (0, (-5i64).to_be_bytes().to_vec(), "a negative baseOffset"),
+            (0, (i64::MAX - 1).to_be_bytes().to_vec(), "its last offset overflows"),
+            (23, (-1i32).to_be_bytes().to_vec(), "a negative lastOffsetDelta"),
+            (
+                57,
+                (-1i32).to_be_bytes().to_vec(),
+                "recordsCount is negative or above lastOffsetDelta + 1",
+            ),
+            (
+                57,
+                4i32.to_be_bytes().to_vec(),
+                "recordsCount is negative or above lastOffsetDelta + 1",
+            ),
+        ] {
+            let damaged = RecordBatch::new(patch(&batch, at, &value)).unwrap();
+            assert_eq!(
+                damaged.check_header(),
+                Err(WireError::ImpossibleHeader {
+                    base_offset: damaged.base_offset(),
+                    reason
+                }),
+                "{reason}"
+            );
+        }
     }
 
     #[test]

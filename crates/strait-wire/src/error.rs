@@ -64,6 +64,15 @@ pub enum WireError {
         /// The CRC of the bytes.
         actual: u32,
     },
+    /// The header's offsets or counts are impossible for a batch a broker serves (the CRC does
+    /// not cover `baseOffset`, so a damaged one is caught only here).
+    #[error("batch at offset {base_offset} is corrupt: {reason}")]
+    ImpossibleHeader {
+        /// The batch's base offset.
+        base_offset: i64,
+        /// Which field is impossible, and why.
+        reason: &'static str,
+    },
     /// `recordsCount` is negative.
     #[error("batch at offset {base_offset} declares a negative recordsCount {records_count}")]
     NegativeRecordCount {

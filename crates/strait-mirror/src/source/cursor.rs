@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use strait_client::{FetchPosition, FetchedPartition, PartitionKey};
-use strait_wire::{rebuild_batch, AbortedTransactionFilter, BatchVerdict, RecordBatches};
+use strait_wire::{rebuild_batch, AbortedTransactionFilter, BatchVerdict, RecordBatch, RecordBatches, WireError};
 
 use crate::budget::Charge;
 use crate::data_path::Route;
@@ -14,9 +14,28 @@ use crate::outgoing::Outgoing;
 use crate::sink::queue::{Entry, PartitionQueue};
 use crate::MirrorError;
 
-/// How often a batch that fails its CRC check is fetched again before the partition stops: a
+/// How often a batch that fails its checks ([`check_fetched`]) is fetched again before the partition stops: a
 /// batch damaged on the way comes back intact, one damaged in the source log does not.
 pub(crate) const CORRUPT_REFETCHES: u32 = 3;
+
+/// The checks a fetched batch passes before any decision on it: its CRC, the header fields the
+/// CRC does not cover, and where it lies: ending at or after `position` (a fetch starts at the
+/// batch holding it) and at most at `high_watermark` (a broker serves nothing past it).
+pub(crate) fn check_fetched(batch: &RecordBatch, position: i64, high_watermark: i64) -> Result<(), WireError> {
+    batch.verify_crc()?;
+    batch.check_header()?;
+    let impossible = |reason| WireError::ImpossibleHeader {
+        base_offset: batch.base_offset(),
+        reason,
+    };
+    if batch.next_offset() <= position {
+        return Err(impossible("it ends before the offset fetched"));
+    }
+    if high_watermark >= 0 && batch.next_offset() > high_watermark {
+        return Err(impossible("it ends past the partition's high watermark"));
+    }
+    Ok(())
+}
 
 /// A source partition being fetched.
 #[derive(Debug)]
@@ -38,7 +57,7 @@ pub(crate) struct Cursor {
 pub(crate) enum Taken {
     /// Entries for the queue (possibly none); the position moved past them.
     Entries(Vec<Entry>),
-    /// A batch failed its CRC check: the entries before it, then fetch it again.
+    /// A batch failed its checks: the entries before it, then fetch it again.
     Refetch(Vec<Entry>),
     /// The entries before a batch that cannot be forwarded, then a stop there.
     Stop(Vec<Entry>),
@@ -73,7 +92,7 @@ impl Cursor {
     /// aborted transactions (under read_committed) and empty batches become offsets to skip;
     /// compacted batches and a position inside a batch take the slow path; every other batch is
     /// forwarded as the slice of the response it is, holding `charge`.
-    /// `on_corrupt` is called for each batch that fails its CRC check.
+    /// `on_corrupt` is called for each batch that fails its checks ([`check_fetched`]).
     pub(crate) fn take(
         &mut self,
         data: FetchedPartition,
@@ -96,10 +115,8 @@ impl Cursor {
                     return Taken::Stop(entries);
                 }
             };
-            if batch.next_offset() <= self.position {
-                continue; // Already mirrored: a fetch starts at the batch holding the position.
-            }
-            if let Err(error) = batch.verify_crc() {
+            // Before any decision: a damaged header could otherwise make a batch look mirrored.
+            if let Err(error) = check_fetched(&batch, self.position, data.high_watermark) {
                 on_corrupt();
                 let error = batch_error(batch.base_offset(), error);
                 if self.corrupt_refetches == CORRUPT_REFETCHES {
@@ -162,5 +179,43 @@ impl Cursor {
             entries.push(entry);
         }
         Taken::Entries(entries)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outgoing::tests::batch_at;
+
+    fn reason(result: Result<(), WireError>) -> Option<&'static str> {
+        match result {
+            Ok(()) => None,
+            Err(WireError::ImpossibleHeader { reason, .. }) => Some(reason),
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    #[test]
+    fn a_fetched_batch_must_hold_or_follow_the_position_and_end_by_the_high_watermark() {
+        let batch = batch_at(100, 10); // offsets 100-109
+        assert_eq!(reason(check_fetched(&batch, 100, 110)), None);
+        assert_eq!(
+            reason(check_fetched(&batch, 105, 200)),
+            None,
+            "a fetch starts at the batch holding it"
+        );
+        assert_eq!(
+            reason(check_fetched(&batch, 50, -1)),
+            None,
+            "a gap, the high watermark unknown"
+        );
+        assert_eq!(
+            reason(check_fetched(&batch, 110, 200)),
+            Some("it ends before the offset fetched")
+        );
+        assert_eq!(
+            reason(check_fetched(&batch, 100, 109)),
+            Some("it ends past the partition's high watermark")
+        );
     }
 }
