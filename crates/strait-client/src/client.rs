@@ -79,6 +79,43 @@ pub struct TopicMetadata {
     pub is_internal: bool,
     /// Partitions sorted by index.
     pub partitions: Vec<PartitionMetadata>,
+    /// The topic's ID (KIP-516, Metadata v10+); `None` where the broker has none to give.
+    pub topic_id: Option<TopicId>,
+}
+
+/// A topic's ID (KIP-516): a new one each time a topic of the same name is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TopicId(pub [u8; 16]);
+
+impl TopicId {
+    /// The ID Metadata gives, `None` for the zero ID (a broker without topic IDs).
+    pub fn from_bytes(bytes: [u8; 16]) -> Option<TopicId> {
+        Some(TopicId(bytes)).filter(|id| id.0 != [0; 16])
+    }
+}
+
+/// As Kafka prints it (`Uuid.toString`, e.g. in `kafka-topics.sh --describe`): URL-safe base64
+/// without padding.
+impl std::fmt::Display for TopicId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use base64::Engine;
+        f.write_str(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(self.0))
+    }
+}
+
+impl std::str::FromStr for TopicId {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<TopicId, String> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text)
+            .map_err(|e| format!("topic ID {text:?}: {e}"))?;
+        let bytes: [u8; 16] = bytes
+            .try_into()
+            .map_err(|_| format!("topic ID {text:?}: not 16 bytes"))?;
+        Ok(TopicId(bytes))
+    }
 }
 
 /// What a Metadata request returned.
@@ -268,6 +305,7 @@ impl KafkaClient {
                         error: t.error_code,
                         is_internal: t.is_internal,
                         partitions,
+                        topic_id: TopicId::from_bytes(*t.topic_id.as_bytes()),
                     },
                 ))
             })

@@ -60,7 +60,7 @@ pub use aws::MskIam;
 pub use backoff::Backoff;
 pub use client::{
     aborted_transactions, topic_name, Broker, ClientConfig, ClusterMetadata, KafkaClient, NewTopic, OffsetSpec,
-    PartitionMetadata, ProducerIdAndEpoch, TopicMetadata,
+    PartitionMetadata, ProducerIdAndEpoch, TopicId, TopicMetadata,
 };
 pub use configs::{AlterConfigOp, ConfigEntry, ConfigSource};
 pub use connection::{decode_response, BrokerConnection, ConnectionConfig, ConnectionCounter, PendingResponse};

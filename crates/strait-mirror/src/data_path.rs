@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strait_client::kafka_protocol::messages::TopicName;
-use strait_client::{Backoff, FetchParams, KafkaClient, OffsetSpec};
+use strait_client::{Backoff, FetchParams, KafkaClient, OffsetSpec, TopicId};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 
@@ -33,7 +33,8 @@ use crate::sink::producer_id::ProducerIds;
 use crate::sink::queue::{PartitionQueue, QueuesShared};
 use crate::sink::transaction::Transaction;
 use crate::source::cursor::Cursor;
-use crate::source::fetcher::{self, SourceContext};
+use crate::source::fetcher::{self, recreation_message, SourceContext};
+use crate::source::TopicIds;
 use crate::{MirrorError, Stats};
 
 /// Bytes of fetched batches a partition's queue holds before its fetching pauses, as a multiple
@@ -62,6 +63,8 @@ pub(crate) struct Route {
     pub target_topic: TopicName,
     /// The partition (the same on both sides).
     pub partition: i32,
+    /// The source topic's ID when discovery saw it (KIP-516), if the broker has IDs.
+    pub source_topic_id: Option<TopicId>,
 }
 
 impl Route {
@@ -72,7 +75,14 @@ impl Route {
             source_key: strait_client::topic_name(source_topic),
             target_topic: strait_client::topic_name(target_topic),
             partition,
+            source_topic_id: None,
         }
+    }
+
+    /// The route, with the source topic's ID as Metadata gave it.
+    pub(crate) fn with_topic_id(mut self, topic_id: Option<TopicId>) -> Route {
+        self.source_topic_id = topic_id;
+        self
     }
 }
 
@@ -170,6 +180,7 @@ impl DataPath {
             connection: fetch_connection,
             resume: resume.clone(),
             retirements: AtomicU64::new(0),
+            topic_ids: TopicIds::default(),
         });
         let sink = Arc::new(SinkContext {
             client: config.target.clone(),
@@ -193,6 +204,7 @@ impl DataPath {
             known: HashSet::new(),
             mirrored: HashMap::new(),
             first_stop: None,
+            said_no_topic_ids: false,
             cursors: Vec::new(),
             queues: Vec::new(),
             place_at: None,
@@ -283,6 +295,8 @@ struct Router {
     mirrored: HashMap<(String, i32), Arc<PartitionQueue>>,
     /// Why the first partition that stopped stopped.
     first_stop: Option<MirrorError>,
+    /// Whether the log said that the source gives no topic IDs.
+    said_no_topic_ids: bool,
     /// Cursors waiting for a fetcher.
     cursors: Vec<Cursor>,
     /// Queues waiting for a producer.
@@ -379,6 +393,16 @@ impl Router {
     /// New partitions: a queue and a cursor each, starting where the progress says (or where
     /// `auto.offset.reset` says when it says nothing).
     async fn add(&mut self, routes: Vec<Route>) {
+        // A discovery round's IDs: a fetcher whose partition has another one starts it again.
+        for route in &routes {
+            self.source.topic_ids.set(&route.source_topic, route.source_topic_id);
+        }
+        if !self.said_no_topic_ids && routes.first().is_some_and(|r| r.source_topic_id.is_none()) {
+            self.said_no_topic_ids = true;
+            tracing::warn!(flow = %self.config.stats.flow(), cluster = %self.config.source_alias,
+                "the source cluster gives no topic IDs (Kafka before 2.8): a source topic deleted and created again \
+                 under the same name is not recognised, and its new records below the old position are not mirrored");
+        }
         let new: Vec<Route> = routes
             .into_iter()
             .filter(|r| self.known.insert((r.source_topic.clone(), r.partition)))
@@ -387,13 +411,19 @@ impl Router {
             return;
         }
         let mut unset: BTreeMap<String, Vec<Route>> = BTreeMap::new();
+        // Stored positions of a topic deleted and created again meanwhile: from the new start.
+        let mut recreated: BTreeMap<String, Vec<(Route, i64)>> = BTreeMap::new();
         let mut started = Vec::new();
+        let progress = &self.config.progress;
         for route in new {
-            match self
-                .config
-                .progress
-                .last_replicated(&route.source_topic, route.partition)
-            {
+            let stored_id = progress.topic_id(&route.source_topic, route.partition);
+            match progress.last_replicated(&route.source_topic, route.partition) {
+                Some(last) if stored_id.is_some() && route.source_topic_id.is_some_and(|id| Some(id) != stored_id) => {
+                    recreated
+                        .entry(route.source_topic.clone())
+                        .or_default()
+                        .push((route, last + 1))
+                }
                 Some(last) => started.push((route, last + 1)),
                 None => unset.entry(route.source_topic.clone()).or_default().push(route),
             }
@@ -402,6 +432,27 @@ impl Router {
             OffsetReset::Earliest => OffsetSpec::Earliest,
             OffsetReset::Latest => OffsetSpec::Latest,
         };
+        let mut restarted = Vec::new();
+        for (topic, routes) in recreated {
+            let partitions: Vec<i32> = routes.iter().map(|(r, _)| r.partition).collect();
+            match self
+                .config
+                .source
+                .list_offsets(&topic, &partitions, OffsetSpec::Earliest)
+                .await
+            {
+                Ok(offsets) => restarted.extend(routes.into_iter().map(|(route, position)| {
+                    let start = offsets[&route.partition];
+                    (route, position, start)
+                })),
+                Err(error) => {
+                    tracing::warn!(flow = %self.config.stats.flow(), topic, %error, "cannot find where to start; retrying later");
+                    for (route, _) in routes {
+                        self.known.remove(&(route.source_topic.clone(), route.partition));
+                    }
+                }
+            }
+        }
         for (topic, routes) in unset {
             let partitions: Vec<i32> = routes.iter().map(|r| r.partition).collect();
             match self.config.source.list_offsets(&topic, &partitions, spec).await {
@@ -422,8 +473,33 @@ impl Router {
         }
         // After a crash, what the target acknowledged past the stored position is not sent again.
         crate::landed::skip_landed(&self.config, &mut started).await;
+        for (route, position, start) in restarted {
+            let stored_id = progress.topic_id(&route.source_topic, route.partition);
+            let new_id = route.source_topic_id.expect("compared with the stored one");
+            let why = recreation_message(&route.source_topic, route.partition, stored_id, new_id, position, start);
+            tracing::warn!(flow = %self.config.stats.flow(), "{why}");
+            self.config
+                .stats
+                .partition(&route.source_topic, &route.target_topic.0, route.partition)
+                .record_recreation(why);
+            // Stored at once: the old topic's position is never taken for the new one's.
+            progress
+                .partition(&route.source_topic, route.partition)
+                .restart(start, Some(new_id));
+            if let Some(syncs) = &self.config.syncs {
+                syncs.restart(&route.source_topic, route.partition, start, None);
+            }
+            started.push((route, start));
+        }
         if started.is_empty() {
             return;
+        }
+        for (route, _) in &started {
+            // Positions stored without an ID (by MM2, an older Strait, or never) take the topic's.
+            let progress = progress.partition(&route.source_topic, route.partition);
+            if progress.topic_id().is_none() {
+                progress.set_topic_id(route.source_topic_id);
+            }
         }
         tracing::info!(flow = %self.config.stats.flow(), partitions = started.len(), "mirroring partitions");
         let cap = usize::try_from(self.config.partition_max_bytes)
@@ -493,7 +569,12 @@ impl Router {
         }
         let topics: Vec<&str> = unique(cursors.iter().map(|c| c.route.source_topic.as_str()));
         let leaders = match leaders(&self.config.source, &topics).await {
-            Ok(leaders) => leaders,
+            Ok((leaders, ids)) => {
+                for (topic, id) in ids {
+                    self.source.topic_ids.set(&topic, id);
+                }
+                leaders
+            }
             Err(error) => {
                 tracing::warn!(cluster = %self.config.source_alias, %error, "metadata request failed");
                 return cursors;
@@ -539,7 +620,7 @@ impl Router {
         }
         let topics: Vec<&str> = unique(queues.iter().map(|q| q.route.target_topic.0.as_str()));
         let leaders = match leaders(&self.config.target, &topics).await {
-            Ok(leaders) => leaders,
+            Ok((leaders, _)) => leaders,
             Err(error) => {
                 tracing::warn!(cluster = %self.config.target_alias, %error, "metadata request failed");
                 return queues;
@@ -598,10 +679,19 @@ fn hand_over<T>(
     unplaced
 }
 
-/// The leader of every partition of `topics` that has one.
-async fn leaders(client: &KafkaClient, topics: &[&str]) -> Result<HashMap<(String, i32), i32>, strait_client::Error> {
+/// The leader of every partition of `topics` that has one, and the topics' IDs.
+async fn leaders(
+    client: &KafkaClient,
+    topics: &[&str],
+) -> Result<(Leaders, Vec<(String, Option<TopicId>)>), strait_client::Error> {
     let metadata = client.metadata(Some(topics)).await?;
-    Ok(metadata
+    let ids = metadata
+        .topics
+        .iter()
+        .filter(|(_, t)| t.error == 0)
+        .map(|(name, t)| (name.clone(), t.topic_id))
+        .collect();
+    let leaders = metadata
         .topics
         .into_iter()
         .filter(|(_, t)| t.error == 0)
@@ -611,8 +701,12 @@ async fn leaders(client: &KafkaClient, topics: &[&str]) -> Result<HashMap<(Strin
                 .filter(|p| p.error == 0 && p.leader >= 0)
                 .map(move |p| ((name.clone(), p.partition), p.leader))
         })
-        .collect())
+        .collect();
+    Ok((leaders, ids))
 }
+
+/// The leader of each partition, by (topic, partition).
+type Leaders = HashMap<(String, i32), i32>;
 
 /// Which of a broker's `connections` fetchers (or producers) takes `route`.
 fn shard(route: &Route, connections: u16) -> u16 {

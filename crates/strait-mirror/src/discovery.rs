@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use strait_client::{ClusterMetadata, KafkaClient, NewTopic, TopicMetadata};
+use strait_client::{ClusterMetadata, KafkaClient, NewTopic, TopicId, TopicMetadata};
 use strait_config::FlowConfig;
 
 use crate::data_path::Route;
@@ -38,7 +38,7 @@ pub(crate) async fn discover(
     let mut routes = Vec::new();
     let mut new_topics = Vec::new();
     // Remote topics created or grown now: their partitions are mirrored once they have leaders.
-    let mut changed: Vec<(&String, String, i32)> = Vec::new();
+    let mut changed: Vec<(&String, String, i32, Option<TopicId>)> = Vec::new();
     for (topic, metadata) in replicated_topics(flow, &source_metadata) {
         let remote = flow.remote_topic(topic);
         let partitions = metadata.partitions.len() as i32;
@@ -61,7 +61,7 @@ pub(crate) async fn discover(
                     replication_factor,
                     configs,
                 });
-                changed.push((topic, remote, partitions));
+                changed.push((topic, remote, partitions, metadata.topic_id));
             }
             // The source gained partitions: so does the remote topic (it never shrinks).
             Some(existing) if (existing.partitions.len() as i32) < partitions => {
@@ -70,9 +70,11 @@ pub(crate) async fn discover(
                     .create_partitions(&remote, partitions)
                     .await
                     .map_err(target_error)?;
-                changed.push((topic, remote, partitions));
+                changed.push((topic, remote, partitions, metadata.topic_id));
             }
-            Some(_) => routes.extend((0..partitions).map(|p| Route::new(topic, &remote, p))),
+            Some(_) => {
+                routes.extend((0..partitions).map(|p| Route::new(topic, &remote, p).with_topic_id(metadata.topic_id)))
+            }
         }
     }
     // Many topics per CreateTopics request, within what a KRaft controller takes in one.
@@ -92,12 +94,12 @@ pub(crate) async fn discover(
         target.create_topics(&batch).await.map_err(target_error)?;
     }
     if !changed.is_empty() {
-        let names: Vec<&str> = changed.iter().map(|(_, remote, _)| remote.as_str()).collect();
+        let names: Vec<&str> = changed.iter().map(|(_, remote, _, _)| remote.as_str()).collect();
         let remote_metadata = target
             .wait_for_leaders_of(&names, Duration::from_secs(60))
             .await
             .map_err(target_error)?;
-        for (topic, remote, partitions) in changed {
+        for (topic, remote, partitions, topic_id) in changed {
             // Metadata not caught up yet: the next refresh picks the new partitions up.
             let ready = remote_metadata
                 .get(&remote)
@@ -112,7 +114,7 @@ pub(crate) async fn discover(
                 .list_offsets(&remote, &all, strait_client::OffsetSpec::Latest)
                 .await
                 .map_err(target_error)?;
-            routes.extend((0..partitions).map(|p| Route::new(topic, &remote, p)));
+            routes.extend((0..partitions).map(|p| Route::new(topic, &remote, p).with_topic_id(topic_id)));
         }
     }
     Ok(routes)

@@ -103,6 +103,16 @@ impl OffsetSyncs {
             .insert((mapping.source_topic.clone(), mapping.partition), last);
     }
 
+    /// The partition starts again at `start` of a recreated source topic: the syncs of the old
+    /// topic at or past `start` no longer translate. With `downstream` (the target offset the
+    /// next record lands on), a sync of the restart point is written, after the old topic's.
+    pub(crate) fn restart(&self, topic: &str, partition: i32, start: i64, downstream: Option<i64>) {
+        self.state
+            .lock()
+            .expect("syncs lock")
+            .restart(topic, partition, start, downstream);
+    }
+
     /// Writes the syncs noted since the last flush. Cancel-safe: what a failed or cut-short
     /// flush did not write is kept, ahead of newer syncs, for the next one.
     pub async fn flush(&self) -> Result<(), MirrorError> {
@@ -176,6 +186,28 @@ impl Drop for Unwritten<'_> {
 }
 
 impl State {
+    /// [`OffsetSyncs::restart`].
+    fn restart(&mut self, topic: &str, partition: i32, start: i64, downstream: Option<i64>) {
+        let key = (topic.to_owned(), partition);
+        if let Some(history) = self.history.get_mut(&key) {
+            history.split_off(&start);
+        }
+        // The old topic's last record goes out before the restart point, not after it.
+        if let Some(last) = self.delayed.remove(&key) {
+            self.pending.push(last);
+        }
+        if let Some(downstream_offset) = downstream {
+            let sync = OffsetSync {
+                topic: topic.to_owned(),
+                partition,
+                upstream_offset: start,
+                downstream_offset,
+            };
+            self.remember(&sync);
+            self.pending.push(sync);
+        }
+    }
+
     /// [`OffsetSyncs::translate`] with the syncs remembered.
     fn translate(&self, topic: &str, partition: i32, upstream: i64) -> Option<i64> {
         let history = self.history.get(&(topic.to_owned(), partition))?;
@@ -243,6 +275,36 @@ mod tests {
         // The source topic was recreated: its offset 10 now lands at 40.
         state.remember(&sync(10, 40));
         assert_eq!(history(&state), [(0, 0), (10, 40)]);
+    }
+
+    #[test]
+    fn a_recreated_topic_is_not_translated_with_the_old_topics_syncs() {
+        let mut state = State::default();
+        for s in [sync(0, 0), sync(99, 99)] {
+            state.remember(&s);
+            state.pending.push(s);
+        }
+        state.delayed.insert(("t".into(), 0), sync(199, 199));
+        // Unknown target end: no translation rather than the old topic's.
+        let mut unknown = State::default();
+        unknown.remember(&sync(0, 0));
+        unknown.restart("t", 0, 0, None);
+        assert_eq!(unknown.translate("t", 0, 50), None);
+        // The new topic from offset 0 on lands from target offset 200 on.
+        state.restart("t", 0, 0, Some(200));
+        assert_eq!(state.translate("t", 0, 0), Some(200));
+        assert_eq!(state.translate("t", 0, 50), Some(201));
+        let pending: Vec<(i64, i64)> = state
+            .pending
+            .iter()
+            .map(|s| (s.upstream_offset, s.downstream_offset))
+            .collect();
+        assert_eq!(
+            pending,
+            [(0, 0), (99, 99), (199, 199), (0, 200)],
+            "the restart point last"
+        );
+        assert!(state.delayed.is_empty());
     }
 
     #[test]

@@ -6,13 +6,18 @@
 //! `{"offset":<last replicated offset>}`, JSON, partitioned by Kafka's default partitioner.
 //! Strait reads and writes exactly that, so it can take over from MM2 (and MM2 from Strait)
 //! without re-mirroring, and operators find progress where they already look.
+//!
+//! Next to the offset Strait stores the source topic's ID (KIP-516) the position belongs to:
+//! `{"offset":<n>,"topicId":"<id>"}`. Connect's reader takes `offset` alone and ignores other
+//! fields (as older Strait does), so MM2 still takes over; a topic deleted and created again
+//! under the same name has a new ID, and its position is not taken for the new topic's.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use strait_client::KafkaClient;
+use strait_client::{KafkaClient, TopicId};
 
 use crate::internal_topics::{ensure_compacted_topic, read_partitions, write_records};
 use crate::murmur2::partition_for_key;
@@ -52,17 +57,43 @@ pub(crate) struct PartitionProgress {
     last: AtomicI64,
     /// Whether `last` changed since the last flush.
     dirty: AtomicBool,
+    /// The source topic's ID `last` belongs to, if known. Changed with `last` under this lock
+    /// (a restart on a recreated topic), and read with it by the flush, so that a stored
+    /// position never pairs one topic's offset with another's ID.
+    topic_id: Mutex<Option<TopicId>>,
 }
 
 /// No position recorded.
 const NONE: i64 = i64::MIN;
 
 impl PartitionProgress {
-    fn new(last: i64) -> Self {
+    fn new(last: i64, topic_id: Option<TopicId>) -> Self {
         PartitionProgress {
             last: AtomicI64::new(last),
             dirty: AtomicBool::new(false),
+            topic_id: Mutex::new(topic_id),
         }
+    }
+
+    /// The source topic's ID the position belongs to, if known.
+    pub(crate) fn topic_id(&self) -> Option<TopicId> {
+        *self.topic_id.lock().expect("progress lock")
+    }
+
+    /// The position belongs to topic `topic_id` (the one mirrored now); stored with the next
+    /// position recorded.
+    pub(crate) fn set_topic_id(&self, topic_id: Option<TopicId>) {
+        *self.topic_id.lock().expect("progress lock") = topic_id;
+    }
+
+    /// The partition starts again at `start` of a new topic `topic_id` (the source topic was
+    /// recreated): nothing of it is mirrored yet. Stored as `start - 1` (-1 for the log start,
+    /// from which MM2 too starts at 0).
+    pub(crate) fn restart(&self, start: i64, topic_id: Option<TopicId>) {
+        let mut id = self.topic_id.lock().expect("progress lock");
+        *id = topic_id;
+        self.last.store(start - 1, Ordering::Release);
+        self.dirty.store(true, Ordering::Release);
     }
 
     /// Every source offset up to `last_offset` is on the target (acknowledged), or needed no
@@ -188,13 +219,19 @@ impl ProgressStore {
                 state.partitions.remove(&source); // A tombstone resets the partition (KIP-875).
             }
             Some(value) => {
-                let offset = serde_json::from_slice::<serde_json::Value>(value)
-                    .ok()
+                let value_json = serde_json::from_slice::<serde_json::Value>(value).ok();
+                let offset = value_json
+                    .as_ref()
                     .and_then(|v| v["offset"].as_i64())
                     .ok_or_else(|| self.corrupt(format!("malformed value {}", String::from_utf8_lossy(value))))?;
+                // Written by MM2 or an older Strait: no ID, the position is taken as it is.
+                let topic_id = value_json
+                    .as_ref()
+                    .and_then(|v| v["topicId"].as_str())
+                    .and_then(|id| id.parse().ok());
                 state
                     .partitions
-                    .insert(source, Arc::new(PartitionProgress::new(offset)));
+                    .insert(source, Arc::new(PartitionProgress::new(offset, topic_id)));
             }
         }
         Ok(())
@@ -210,6 +247,12 @@ impl ProgressStore {
             .and_then(|p| p.last())
     }
 
+    /// The source topic ID the stored position of a source partition belongs to, if known.
+    pub(crate) fn topic_id(&self, topic: &str, partition: i32) -> Option<TopicId> {
+        let state = self.state.lock().expect("progress lock");
+        state.partitions.get(&(topic.to_owned(), partition))?.topic_id()
+    }
+
     /// The handle through which a partition's position is recorded.
     pub(crate) fn partition(&self, topic: &str, partition: i32) -> Arc<PartitionProgress> {
         self.state
@@ -217,7 +260,7 @@ impl ProgressStore {
             .expect("progress lock")
             .partitions
             .entry((topic.to_owned(), partition))
-            .or_insert_with(|| Arc::new(PartitionProgress::new(NONE)))
+            .or_insert_with(|| Arc::new(PartitionProgress::new(NONE, None)))
             .clone()
     }
 
@@ -249,22 +292,27 @@ impl ProgressStore {
     /// the guard is told they were [`written`](Due::written), also when the caller's future is
     /// dropped half way.
     pub(crate) fn take_due(&self) -> Option<(PositionRecords, Due)> {
-        let dirty: Vec<(SourcePartition, Arc<PartitionProgress>, i64)> = {
+        type Position = (i64, Option<TopicId>);
+        let dirty: Vec<(SourcePartition, Arc<PartitionProgress>, Position)> = {
             let state = self.state.lock().expect("progress lock");
             state
                 .partitions
                 .iter()
                 .filter(|(_, p)| p.dirty.swap(false, Ordering::AcqRel))
-                .filter_map(|(key, p)| Some((key.clone(), p.clone(), p.last()?)))
+                .filter_map(|(key, p)| {
+                    // The offset read under the ID's lock: both of the same topic.
+                    let topic_id = p.topic_id.lock().expect("progress lock");
+                    Some((key.clone(), p.clone(), (p.last()?, *topic_id)))
+                })
                 .collect()
         };
         if dirty.is_empty() {
             return None;
         }
         let mut batches: BTreeMap<i32, Vec<(Bytes, Bytes)>> = BTreeMap::new();
-        for ((topic, partition), _, offset) in &dirty {
+        for ((topic, partition), _, (offset, topic_id)) in &dirty {
             let key = connect_offset_key(&self.source_alias, topic, *partition);
-            let value = format!("{{\"offset\":{offset}}}");
+            let value = connect_offset_value(*offset, *topic_id);
             batches
                 .entry(partition_for_key(key.as_bytes(), self.partitions))
                 .or_default()
@@ -295,6 +343,15 @@ impl Drop for Due {
     }
 }
 
+/// The value of a position: MM2's `{"offset":<n>}`, with the source topic's ID when known
+/// (Connect's reader ignores fields other than `offset`).
+fn connect_offset_value(offset: i64, topic_id: Option<TopicId>) -> String {
+    match topic_id {
+        Some(id) => format!("{{\"offset\":{offset},\"topicId\":\"{id}\"}}"),
+        None => format!("{{\"offset\":{offset}}}"),
+    }
+}
+
 /// The Connect offsets key MM2's source connector uses, byte for byte (field order included,
 /// since compaction keys on the exact bytes).
 pub fn connect_offset_key(source_alias: &str, topic: &str, partition: i32) -> String {
@@ -319,8 +376,26 @@ mod tests {
     }
 
     #[test]
+    fn a_position_keeps_its_topic_id_and_stays_readable_as_mm2s() {
+        let id: TopicId = "Ew4dN9ajRbGflXSHZy5Y1w".parse().unwrap();
+        assert_eq!(id.to_string(), "Ew4dN9ajRbGflXSHZy5Y1w");
+        let value = connect_offset_value(99, Some(id));
+        assert_eq!(value, r#"{"offset":99,"topicId":"Ew4dN9ajRbGflXSHZy5Y1w"}"#);
+        // What MM2 (and an older Strait) reads: `offset`, nothing else.
+        let json: serde_json::Value = serde_json::from_str(&value).unwrap();
+        assert_eq!(json["offset"].as_i64(), Some(99));
+        assert_eq!(connect_offset_value(99, None), r#"{"offset":99}"#);
+        let progress = PartitionProgress::new(99, Some(id));
+        progress.restart(0, None);
+        assert_eq!((progress.last(), progress.topic_id()), (Some(-1), None));
+    }
+
+    #[test]
     fn positions_a_flush_did_not_write_are_due_again() {
-        let (written, unwritten) = (Arc::new(PartitionProgress::new(5)), Arc::new(PartitionProgress::new(7)));
+        let (written, unwritten) = (
+            Arc::new(PartitionProgress::new(5, None)),
+            Arc::new(PartitionProgress::new(7, None)),
+        );
         Due(vec![written.clone()]).written();
         drop(Due(vec![unwritten.clone()]));
         assert!(!written.dirty.load(Ordering::Acquire));

@@ -18,12 +18,12 @@
 //! producer of its target leader (which sends), and records what acknowledgements allow.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use strait_client::{is_sequence_error, is_too_large, Backoff, Error, KafkaCode, ProducerIdAndEpoch};
+use strait_client::{is_sequence_error, is_too_large, Backoff, Error, KafkaCode, ProducerIdAndEpoch, TopicId};
 use strait_wire::ProducerState;
 use tokio::sync::Notify;
 
@@ -59,6 +59,9 @@ pub(crate) enum Entry {
     /// The partition stops here once everything before is acknowledged (a batch that cannot
     /// be read or forwarded).
     Stop(MirrorError),
+    /// The source topic was deleted and created again: what follows comes from the new topic
+    /// `topic_id`, from its offset `start` on.
+    Restart { start: i64, topic_id: Option<TopicId> },
 }
 
 /// A batch of the queue.
@@ -78,6 +81,7 @@ enum Slot {
     Batch(Batch),
     Skip { last: i64 },
     Stop(MirrorError),
+    Restart { start: i64, topic_id: Option<TopicId> },
 }
 
 /// What fixes a failure, once every batch on the wire has its answer.
@@ -160,6 +164,11 @@ pub(crate) struct Recorded {
     pub progress: Option<i64>,
     /// Why the partition stops, if a stop is now at the front.
     pub stop: Option<MirrorError>,
+    /// A restart on a recreated source topic passed the front: the new topic's start and ID.
+    /// `progress` is then of the new topic.
+    pub restart: Option<(i64, Option<TopicId>)>,
+    /// With a restart: the last source offset of the old topic now mirrored, if it moved.
+    pub before_restart: Option<i64>,
 }
 
 /// What settling a failure asks of the producer.
@@ -269,6 +278,7 @@ impl QueueState {
                 }
                 Entry::Skip { last } => Slot::Skip { last },
                 Entry::Stop(error) => Slot::Stop(error),
+                Entry::Restart { start, topic_id } => Slot::Restart { start, topic_id },
             });
         }
         self.settle_front()
@@ -288,6 +298,16 @@ impl QueueState {
                         recorded.stop = Some(error);
                     }
                     return recorded;
+                }
+                Some(Slot::Restart { .. }) => {
+                    if let Some(Slot::Restart { start, topic_id }) = self.slots.pop_front() {
+                        // A later restart supersedes an earlier one, and the topic between.
+                        let progress = recorded.progress.take();
+                        if recorded.restart.is_none() {
+                            recorded.before_restart = progress;
+                        }
+                        recorded.restart = Some((start, topic_id));
+                    }
                 }
                 _ => return recorded,
             }
@@ -437,7 +457,11 @@ impl QueueState {
         self.failure = None;
         self.resume_at = None;
         let mut recorded = self.settle_front();
-        recorded.progress = recorded.progress.or(Some(batch.outgoing.source_last));
+        let progress = match recorded.restart {
+            Some(_) => &mut recorded.before_restart,
+            None => &mut recorded.progress,
+        };
+        *progress = progress.or(Some(batch.outgoing.source_last));
         recorded.acknowledged = Some((batch.outgoing, base_offset));
         recorded
     }
@@ -611,6 +635,8 @@ pub(crate) struct PartitionQueue {
     offset_map: SharedPartitionMap,
     syncs: Option<Arc<OffsetSyncs>>,
     budget: Arc<Budget>,
+    /// The target offset after the last record acknowledged by this process, -1 before one.
+    target_next: AtomicI64,
 }
 
 impl PartitionQueue {
@@ -646,6 +672,7 @@ impl PartitionQueue {
             offset_map,
             syncs: shared.syncs.clone(),
             budget: shared.budget.clone(),
+            target_next: AtomicI64::new(-1),
         })
     }
 
@@ -757,6 +784,22 @@ impl PartitionQueue {
                 if let Some(syncs) = &self.syncs {
                     syncs.record(mapping);
                 }
+                let end = mapping.target_offset + i64::from(mapping.records);
+                self.target_next.fetch_max(end, Ordering::AcqRel);
+            }
+        }
+        if let Some((start, topic_id)) = recorded.restart {
+            if let Some(last) = recorded.before_restart {
+                self.progress.record(last);
+            }
+            self.progress.restart(start, topic_id);
+            self.stats.record_position(start);
+            if let Some(syncs) = &self.syncs {
+                // The new topic's offsets are not translated with the old topic's syncs: a sync
+                // at the restart point, where the target's end is known (else with the first
+                // batch acknowledged).
+                let next = Some(self.target_next.load(Ordering::Acquire)).filter(|&next| next >= 0);
+                syncs.restart(&self.route.source_topic, self.route.partition, start, next);
             }
         }
         if let Some(last) = recorded.progress {
@@ -1062,6 +1105,44 @@ mod tests {
             state.settle(now, &route(), |b| budget.charge(b)),
             Settled::Rehome(_)
         ));
+    }
+
+    #[test]
+    fn a_restart_on_a_recreated_topic_is_recorded_after_the_old_topics_batches_and_before_the_new() {
+        let budget = Budget::new(1 << 20);
+        let mut state = QueueState::default();
+        let id = TopicId([1; 16]);
+        let recorded = state.push([
+            Entry::Forward(outgoing(batch_at(100, 10), &budget)),
+            Entry::Skip { last: 114 },
+            Entry::Restart {
+                start: 0,
+                topic_id: Some(id),
+            },
+            Entry::Forward(outgoing(batch_at(0, 10), &budget)),
+        ]);
+        assert!(recorded.restart.is_none(), "behind a batch");
+        let now = Instant::now();
+        send(&mut state, now, 1, ID);
+        let recorded = state.acknowledged(1, 0, now);
+        assert_eq!(recorded.before_restart, Some(114), "the old topic's last");
+        assert_eq!(recorded.restart, Some((0, Some(id))));
+        assert_eq!(recorded.progress, None, "nothing of the new topic yet");
+        send(&mut state, now, 2, ID);
+        let recorded = state.acknowledged(2, 10, now);
+        assert_eq!((recorded.progress, recorded.restart), (Some(9), None));
+        // Nothing ahead: recorded at once, with the new topic's skipped offsets after it.
+        let recorded = state.push([
+            Entry::Restart {
+                start: 5,
+                topic_id: None,
+            },
+            Entry::Skip { last: 7 },
+        ]);
+        assert_eq!(
+            (recorded.before_restart, recorded.restart, recorded.progress),
+            (None, Some((5, None)), Some(7))
+        );
     }
 
     #[test]

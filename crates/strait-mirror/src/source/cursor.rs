@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use strait_client::{FetchPosition, FetchedPartition, PartitionKey};
+use strait_client::{FetchPosition, FetchedPartition, PartitionKey, TopicId};
 use strait_wire::{rebuild_batch, AbortedTransactionFilter, BatchVerdict, RecordBatch, RecordBatches, WireError};
 
 use crate::budget::Charge;
@@ -14,8 +14,9 @@ use crate::outgoing::Outgoing;
 use crate::sink::queue::{Entry, PartitionQueue};
 use crate::MirrorError;
 
-/// How often a batch that fails its checks ([`check_fetched`]) is fetched again before the partition stops: a
-/// batch damaged on the way comes back intact, one damaged in the source log does not.
+/// How often a batch that fails its checks ([`check_fetched`]) is fetched again before the
+/// partition stops: a batch damaged on the way comes back intact, one damaged in the source log
+/// does not.
 pub(crate) const CORRUPT_REFETCHES: u32 = 3;
 
 /// The checks a fetched batch passes before any decision on it: its CRC, the header fields the
@@ -47,9 +48,12 @@ pub(crate) struct Cursor {
     /// Where fetched batches go.
     pub queue: Arc<PartitionQueue>,
     /// Refetches of a damaged batch so far.
-    corrupt_refetches: u32,
+    pub corrupt_refetches: u32,
     /// KIP-392: a replica to fetch from instead of the leader, until the lease ends.
     pub preferred: Option<(i32, Instant)>,
+    /// The ID of the source topic `position` belongs to (KIP-516), if the broker gives IDs:
+    /// another ID under the same name is a new topic, mirrored from its start.
+    pub topic_id: Option<TopicId>,
 }
 
 /// What a fetched partition's data gave.
@@ -67,6 +71,7 @@ impl Cursor {
     /// A cursor of `route` at `position`, feeding `queue`.
     pub(crate) fn new(route: Route, position: i64, queue: Arc<PartitionQueue>) -> Cursor {
         Cursor {
+            topic_id: route.source_topic_id,
             route,
             position,
             queue,
@@ -174,7 +179,7 @@ impl Cursor {
             self.position = match &entry {
                 Entry::Forward(outgoing) => outgoing.source_last + 1,
                 Entry::Skip { last } => last + 1,
-                Entry::Stop(_) => self.position,
+                Entry::Stop(_) | Entry::Restart { .. } => self.position,
             };
             entries.push(entry);
         }

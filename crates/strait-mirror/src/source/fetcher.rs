@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use strait_client::kafka_protocol::error::ResponseError;
 use strait_client::{
     Backoff, BrokerConnection, ConnectionConfig, Error, FetchParams, FetchSession, FetchedPartition, KafkaClient,
-    OffsetSpec, PartitionKey,
+    KafkaCode, OffsetSpec, PartitionKey, TopicId,
 };
 use tokio::sync::{mpsc, watch, Notify};
 
@@ -23,6 +23,7 @@ use crate::budget::Budget;
 use crate::data_path::{Event, Worker};
 use crate::sink::queue::Entry;
 use crate::source::cursor::{Cursor, Taken};
+use crate::source::TopicIds;
 use crate::{MirrorError, Stats};
 
 /// How long a fetch may wait at the broker while some partition is paused.
@@ -54,6 +55,8 @@ pub(crate) struct SourceContext {
     pub resume: Arc<Notify>,
     /// Bumped each time partitions are retired (revoked): fetchers then drop their cursors.
     pub retirements: AtomicU64,
+    /// The source topics' IDs as Metadata last gave them.
+    pub topic_ids: TopicIds,
 }
 
 /// Starts a fetcher of source broker `broker`: it fetches the cursors it is handed, and ends
@@ -278,6 +281,16 @@ impl Fetcher {
             if !self.cursors.contains_key(&key) {
                 continue; // Forgotten meanwhile.
             }
+            if data.error.is_some_and(may_be_recreated) {
+                self.refresh_topic_id(&key).await;
+            }
+            if let Some(topic_id) = self.recreated(&key) {
+                // What was fetched is of the new topic, at the old topic's position: dropped.
+                if let Some(cursor) = self.restart_recreated(&key, topic_id).await {
+                    homeless.push(cursor);
+                }
+                continue;
+            }
             if let Some(error) = data.error {
                 let position = self.cursors[&key].position;
                 let error = data.error(position).unwrap_or_else(|| Error::kafka(error.0, "Fetch"));
@@ -367,6 +380,101 @@ impl Fetcher {
         Some(cursor)
     }
 
+    /// Asks Metadata for the ID of the partition's topic now (after an error that a deleted
+    /// topic gives).
+    async fn refresh_topic_id(&self, key: &PartitionKey) {
+        let Some(cursor) = self.cursors.get(key) else { return };
+        let topic = cursor.route.source_topic.as_str();
+        match self.context.client.metadata(Some(&[topic])).await {
+            Ok(metadata) => {
+                let id = metadata.topics.get(topic).and_then(|t| t.topic_id);
+                self.context.topic_ids.set(topic, id);
+            }
+            Err(error) => tracing::debug!(topic, %error, "cannot read the topic's ID"),
+        }
+    }
+
+    /// The new ID of the partition's topic, if it was deleted and created again under its name
+    /// since its position was taken. A cursor without an ID (the position was stored without
+    /// one) takes the current one.
+    fn recreated(&mut self, key: &PartitionKey) -> Option<TopicId> {
+        let cursor = self.cursors.get_mut(key)?;
+        let current = self.context.topic_ids.get(&cursor.route.source_topic)?;
+        match cursor.topic_id {
+            Some(id) if id != current => Some(current),
+            Some(_) => None,
+            None => {
+                cursor.topic_id = Some(current);
+                None
+            }
+        }
+    }
+
+    /// The partition's topic is a new one (`topic_id`): the partition starts again at its log
+    /// start, into the same remote topic, and says so. Returns the cursor if it must look for
+    /// its leader first.
+    async fn restart_recreated(&mut self, key: &PartitionKey, topic_id: TopicId) -> Option<Cursor> {
+        let context = self.context.clone();
+        let cursor = self.cursors.get_mut(key)?;
+        let (topic, partition) = (cursor.route.source_topic.clone(), cursor.route.partition);
+        let start = match context
+            .client
+            .list_offsets(&topic, &[partition], OffsetSpec::Earliest)
+            .await
+        {
+            Ok(offsets) => offsets[&partition],
+            Err(error) => {
+                tracing::debug!(topic, partition, %error, "cannot find the recreated topic's log start yet");
+                let mut cursor = self.remove(key)?;
+                cursor.preferred = None;
+                return Some(cursor);
+            }
+        };
+        let old = cursor.topic_id.replace(topic_id);
+        let stats = cursor.queue.stats().clone();
+        // What the old topic held past the position went with it: counted as a gap.
+        let lost = stats.source_end().map_or(0, |end| (end - cursor.position).max(0));
+        if lost > 0 {
+            tracing::error!(
+                topic,
+                partition,
+                first_missing = cursor.position,
+                last_missing = cursor.position + lost - 1,
+                "GAP: the source topic was deleted before its offsets {}..={} were mirrored",
+                cursor.position,
+                cursor.position + lost - 1
+            );
+            stats.record_gap(lost);
+        }
+        let why = recreation_message(&topic, partition, old, topic_id, cursor.position, start);
+        tracing::warn!(topic, partition, "{why}");
+        stats.record_recreation(why);
+        cursor.position = start;
+        cursor.corrupt_refetches = 0;
+        let stop = cursor.queue.push(vec![Entry::Restart {
+            start,
+            topic_id: Some(topic_id),
+        }]);
+        if let Some(error) = stop {
+            let _ = context.events.send(Event::Stopped {
+                route: cursor.route.clone(),
+                error,
+            });
+            self.remove(key);
+            return None;
+        }
+        let cursor = &self.cursors[key];
+        if cursor.queue.accepts_more() {
+            self.session
+                .fetch(key.clone(), cursor.fetch_position(context.partition_max_bytes));
+        } else {
+            let cursor = self.cursors.remove(key).expect("present");
+            self.pause(key, &cursor);
+            self.cursors.insert(key.clone(), cursor);
+        }
+        None
+    }
+
     /// The partition stops at its position, once what was fetched before is acknowledged.
     fn stop(&mut self, key: &PartitionKey, error: MirrorError) -> Option<Cursor> {
         let cursor = self.remove(key)?;
@@ -441,6 +549,32 @@ impl Fetcher {
             }
         }
     }
+}
+
+/// Whether a partition's fetch error may mean its topic was deleted (and created again).
+fn may_be_recreated(KafkaCode(error): KafkaCode) -> bool {
+    use strait_client::kafka_protocol::error::ResponseError as E;
+    matches!(
+        error,
+        E::UnknownTopicOrPartition | E::UnknownTopicId | E::InconsistentTopicId | E::OffsetOutOfRange
+    )
+}
+
+/// What the operator reads about a recreated source topic (the log, `/status`).
+pub(crate) fn recreation_message(
+    topic: &str,
+    partition: i32,
+    old: Option<TopicId>,
+    new: TopicId,
+    position: i64,
+    start: i64,
+) -> String {
+    let old = old.map_or_else(|| "unknown".to_owned(), |id| id.to_string());
+    format!(
+        "source topic {topic} was deleted and created again (topic ID {old} -> {new}): partition {partition} \
+         (at offset {position} of the old topic) is mirrored again from offset {start}, the new topic's log start, \
+         into the same remote topic"
+    )
 }
 
 /// The position fell outside the source log: retention (or a truncation) moved the log. Returns

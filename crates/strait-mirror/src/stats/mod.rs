@@ -114,6 +114,9 @@ struct Totals {
     /// Partition starts that resumed at the stored position without recognising what the target
     /// held past it (identical batches, or the reads failed): that may be written again.
     resume_fallbacks: AtomicU64,
+    /// Partitions started again from the log start of a source topic deleted and created again
+    /// under the same name (a new topic ID).
+    source_recreations: AtomicU64,
     /// From a batch's fetch response to its acknowledgement: the time a batch spends in Strait.
     in_strait: Mutex<Histogram>,
     /// The last errors, oldest first; bounded, so a partition failing in a loop costs nothing.
@@ -155,6 +158,7 @@ struct PartitionInner {
     gap_records: u64,
     resume_found_records: u64,
     resume_fallbacks: u64,
+    source_recreations: u64,
     position: Option<i64>,
     source_end: Option<i64>,
     /// When the position last reached the source end (or the partition started).
@@ -180,6 +184,7 @@ impl PartitionInner {
             gap_records: 0,
             resume_found_records: 0,
             resume_fallbacks: 0,
+            source_recreations: 0,
             position: None,
             source_end: None,
             caught_up_ms: now,
@@ -267,6 +272,11 @@ impl PartitionStats {
         }
     }
 
+    /// The source log end the last fetch saw, if one did.
+    pub(crate) fn source_end(&self) -> Option<i64> {
+        self.update(|p, _| p.source_end)
+    }
+
     /// A fetch saw the source log end at `high_watermark`.
     pub(crate) fn record_source_end(&self, high_watermark: i64) {
         self.update(|p, now| {
@@ -335,6 +345,14 @@ impl PartitionStats {
         let records = records.max(0) as u64;
         self.totals.resume_found_records.fetch_add(records, Ordering::Relaxed);
         self.update(|p, _| p.resume_found_records += records);
+    }
+
+    /// The source topic was deleted and created again (`why` says how it was seen): the
+    /// partition starts again at the new topic's log start.
+    pub(crate) fn record_recreation(&self, why: String) {
+        self.totals.source_recreations.fetch_add(1, Ordering::Relaxed);
+        self.totals.record_error(self.scope.clone(), why);
+        self.update(|p, _| p.source_recreations += 1);
     }
 
     /// At its start, what the target held past the stored position was not recognised.
@@ -433,6 +451,11 @@ impl Stats {
     /// Source offsets deleted at the source before they could be mirrored.
     pub fn gap_records(&self) -> u64 {
         self.totals.gap_records.load(Ordering::Relaxed)
+    }
+
+    /// Partitions started again from the log start of a recreated source topic.
+    pub fn source_recreations(&self) -> u64 {
+        self.totals.source_recreations.load(Ordering::Relaxed)
     }
 
     /// Records found on the target past the stored position when partitions started (after a

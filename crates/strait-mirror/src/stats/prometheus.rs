@@ -131,6 +131,12 @@ impl Stats {
                 &labels,
                 p.resume_fallbacks as f64,
             );
+            out.counter(
+                "strait_source_recreations_total",
+                "Times the source topic was found deleted and created again under the same name (a new topic ID): the partition started again from the new topic's log start.",
+                &labels,
+                p.source_recreations as f64,
+            );
             out.gauge(
                 "strait_partition_up",
                 "1 while the partition is mirrored, 0 after it stopped with an error or while its batches fail past delivery.timeout.ms.",

@@ -43,6 +43,7 @@ impl Stats {
                     "gap_records": p.gap_records,
                     "resume_found_records": p.resume_found_records,
                     "resume_fallbacks": p.resume_fallbacks,
+                    "source_recreations": p.source_recreations,
                     "last_error": p.error.as_ref().or(p.failing.as_ref()),
                 })
             })
@@ -58,6 +59,7 @@ impl Stats {
             "gap_records": self.gap_records(),
             "resume_found_records": self.resume_found_records(),
             "resume_fallbacks": self.resume_fallbacks(),
+            "source_recreations": self.source_recreations(),
             "last_heartbeat_ms": self.last_heartbeat_ms(),
             "recent_errors": self.recent_errors(),
             "tasks": self.tasks_status(),

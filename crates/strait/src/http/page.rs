@@ -61,6 +61,7 @@ async fn overview(State(site): State<Site>) -> Json<Value> {
                 "gap_records": stats.gap_records(),
                 "resume_found_records": stats.resume_found_records(),
                 "resume_fallbacks": stats.resume_fallbacks(),
+                "source_recreations": stats.source_recreations(),
                 "last_heartbeat_ms": stats.last_heartbeat_ms(),
                 "summary": stats.summary(),
                 "tasks": stats.tasks_status(),

@@ -104,6 +104,7 @@ function flowCard(flow, overview) {
       number("partitions", `${s.partitions} (${s.failing} failing, ${s.stopped} stopped)`, s.failing + s.stopped > 0),
       number("gaps", count(flow.gap_records) + " records", flow.gap_records > 0),
       number("found at restart", count(flow.resume_found_records) + " records · " + count(flow.resume_fallbacks) + " fallbacks", flow.resume_fallbacks > 0),
+      number("recreated source topics", count(flow.source_recreations) + " partitions restarted", flow.source_recreations > 0),
       number("last heartbeat", heartbeat)),
     el("div", { class: "plots" },
       plot("records/s", flow.samples, "records_per_second", count, overview.now_ms, overview.window_ms),
