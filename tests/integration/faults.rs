@@ -629,3 +629,157 @@ async fn responses_cut_short_are_resent_and_deduplicated() {
         "every batch sent again had landed, and the target dropped it"
     );
 }
+
+/// Deletes `topic` on the cluster at `bootstrap` with Kafka's own `TopicCommand`, and waits
+/// until `client`'s Metadata no longer lists it.
+async fn delete_topic(client: &strait_client::KafkaClient, bootstrap: &str, topic: &str) {
+    let (bootstrap, name) = (bootstrap.to_owned(), topic.to_owned());
+    tokio::task::spawn_blocking(move || {
+        java_tool(
+            "org.apache.kafka.tools.TopicCommand",
+            &["--bootstrap-server", &bootstrap, "--delete", "--topic", &name],
+        )
+    })
+    .await
+    .unwrap();
+    wait_until(&format!("{topic} deleted"), || async {
+        let metadata = client.metadata(Some(&[topic])).await.unwrap();
+        metadata.topics.get(topic).is_none_or(|t| t.error != 0)
+    })
+    .await;
+}
+
+/// The numbers `write_numbered_from` wrote, of each partition of `remote` on the target, in
+/// order.
+async fn numbers(target: &strait_client::KafkaClient, remote: &str, partitions: i32) -> Vec<Vec<usize>> {
+    let mut all = Vec::new();
+    for partition in 0..partitions {
+        let values = read_records(target, remote, partition).await;
+        all.push(
+            values
+                .into_iter()
+                .map(|(_, value, _, _)| {
+                    let value = String::from_utf8(value.unwrap().to_vec()).unwrap();
+                    value.split('-').nth(1).unwrap().parse().unwrap()
+                })
+                .collect(),
+        );
+    }
+    all
+}
+
+/// The old topic's records 0..old, then the new topic's (numbered from 1 000 000) 0..new, on
+/// every partition: what a recreated topic must leave on the target. Returns (lost, duplicated).
+fn lost_and_duplicated(numbers: &[Vec<usize>], old: usize, new: usize) -> (usize, usize) {
+    let (mut lost, mut duplicated) = (0, 0);
+    for partition in numbers {
+        let mut seen = std::collections::HashMap::new();
+        for &n in partition {
+            *seen.entry(n).or_insert(0) += 1;
+        }
+        let expected = (0..old).chain(NEW_TOPIC_FIRST..NEW_TOPIC_FIRST + new);
+        for n in expected {
+            match seen.get(&n).copied().unwrap_or(0) {
+                0 => lost += 1,
+                count => duplicated += count - 1,
+            }
+        }
+    }
+    (lost, duplicated)
+}
+
+/// Where the numbers of the recreated topic's records start.
+const NEW_TOPIC_FIRST: usize = 1_000_000;
+
+/// The partitions of `topic` in the flow's `/status`, with their recreations counted.
+fn recreations_in_status(mirror: &strait_mirror::FlowHandle, topic: &str) -> Vec<u64> {
+    let status = mirror.stats().status();
+    status["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["topic"] == topic)
+        .map(|p| p["source_recreations"].as_u64().unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_source_topic_deleted_and_created_again_is_mirrored_again_from_its_start() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let target = client(&clusters.target).await;
+    let topic = unique("recreated");
+    let remote = format!("source.{topic}");
+    // 3 partitions of 67 batches of 100: 20 100 records.
+    let (partitions, old_batches, new_batches, per_batch) = (3, 67, 34, 100);
+    create_topic(&source, &topic, partitions).await;
+    write_numbered(&source, &topic, partitions, old_batches, per_batch).await;
+    let mirror = start_mirror(&mm2_properties(&topic, "refresh.topics.interval.seconds = 1\n"));
+    let old = (partitions as usize * old_batches * per_batch) as i64;
+    wait_until_complete(&target, &remote, old).await;
+
+    // The topic is deleted and created again under its name (a "reset"), and written with
+    // 10 200 new records: fewer than the old position per partition, so that the old position
+    // is out of the new log's range.
+    delete_topic(&source, &clusters.source.bootstrap_servers(), &topic).await;
+    create_topic(&source, &topic, partitions).await;
+    let first = NEW_TOPIC_FIRST / per_batch;
+    write_numbered_from(&source, &topic, partitions, first, new_batches, per_batch).await;
+    let new = (partitions as usize * new_batches * per_batch) as i64;
+    wait_until_complete(&target, &remote, old + new).await;
+    wait_until("the recreation counted for every partition in /status", || async {
+        recreations_in_status(&mirror, &topic) == vec![1; partitions as usize]
+    })
+    .await;
+
+    let numbers = numbers(&target, &remote, partitions).await;
+    let (lost, duplicated) = lost_and_duplicated(&numbers, old_batches * per_batch, new_batches * per_batch);
+    assert_eq!((lost, duplicated), (0, 0), "every record of both topics, once");
+    assert_eq!(mirror.stats().status()["source_recreations"], partitions);
+    assert_eq!(mirror.stats().gap_records(), 0, "the old topic was mirrored whole");
+    let mut metrics = strait_mirror::PrometheusText::default();
+    mirror.stats().write_prometheus(&mut metrics);
+    let metrics = metrics.finish();
+    let counted = metrics
+        .lines()
+        .filter(|l| l.starts_with("strait_source_recreations_total{") && l.contains(&remote) && l.ends_with(" 1"))
+        .count();
+    assert_eq!(counted, partitions as usize, "{metrics}");
+    mirror.stop().await.unwrap();
+    println!("recreated topic: {old} old and {new} new records mirrored, 0 lost, 0 duplicated, {partitions} recreations counted");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_source_topic_recreated_while_the_mirror_is_stopped_is_mirrored_from_its_start() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let target = client(&clusters.target).await;
+    let topic = unique("recreated-stopped");
+    let remote = format!("source.{topic}");
+    let (partitions, old_batches, new_batches, per_batch) = (3, 20, 30, 100);
+    create_topic(&source, &topic, partitions).await;
+    write_numbered(&source, &topic, partitions, old_batches, per_batch).await;
+    let properties = mm2_properties(&topic, "");
+    let mirror = start_mirror(&properties);
+    let old = (partitions as usize * old_batches * per_batch) as i64;
+    wait_until_complete(&target, &remote, old).await;
+    // The positions (2 000 per partition) are stored with the topic's ID.
+    mirror.stop().await.unwrap();
+
+    // While the mirror is down the topic is recreated and grows past the stored positions:
+    // read by name alone, the new topic would be taken up at offset 2 000 without a word.
+    delete_topic(&source, &clusters.source.bootstrap_servers(), &topic).await;
+    create_topic(&source, &topic, partitions).await;
+    let first = NEW_TOPIC_FIRST / per_batch;
+    write_numbered_from(&source, &topic, partitions, first, new_batches, per_batch).await;
+    let new = (partitions as usize * new_batches * per_batch) as i64;
+
+    let mirror = start_mirror(&properties);
+    wait_until_complete(&target, &remote, old + new).await;
+    let numbers = numbers(&target, &remote, partitions).await;
+    let (lost, duplicated) = lost_and_duplicated(&numbers, old_batches * per_batch, new_batches * per_batch);
+    assert_eq!((lost, duplicated), (0, 0), "every record of both topics, once");
+    assert_eq!(recreations_in_status(&mirror, &topic), vec![1; partitions as usize]);
+    mirror.stop().await.unwrap();
+    println!("topic recreated while stopped: {old} old and {new} new records mirrored, 0 lost, 0 duplicated");
+}
