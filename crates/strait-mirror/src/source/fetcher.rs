@@ -276,12 +276,14 @@ impl Fetcher {
         self.failures = 0;
         self.backoff.reset();
         let mut homeless = Vec::new();
+        // Topics whose ID was asked for in this response: once each, however many partitions.
+        let mut refreshed = HashSet::new();
         for data in partitions {
             let key = (data.topic.clone(), data.partition);
             if !self.cursors.contains_key(&key) {
                 continue; // Forgotten meanwhile.
             }
-            if data.error.is_some_and(may_be_recreated) {
+            if data.error.is_some_and(may_be_recreated) && refreshed.insert(data.topic.clone()) {
                 self.refresh_topic_id(&key).await;
             }
             if let Some(topic_id) = self.recreated(&key) {
