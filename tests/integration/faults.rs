@@ -5,8 +5,10 @@
 
 use std::time::{Duration, Instant};
 
+use bytes::{BufMut, Bytes, BytesMut};
 use strait_testkit::{ClusterOptions, FaultProxy, KafkaCluster};
 use strait_tests::*;
+use strait_wire::RecordBatchBuilder;
 
 use crate::mirror::{check_numbered, write_numbered, write_numbered_from};
 
@@ -782,4 +784,117 @@ async fn a_source_topic_recreated_while_the_mirror_is_stopped_is_mirrored_from_i
     assert_eq!(recreations_in_status(&mirror, &topic), vec![1; partitions as usize]);
     mirror.stop().await.unwrap();
     println!("topic recreated while stopped: {old} old and {new} new records mirrored, 0 lost, 0 duplicated");
+}
+
+/// Garbage in the flow's own stores: a position record and an offset-map record replaced by
+/// bytes that cannot be read, and a position of a partition never mirrored that is garbage
+/// from the start, with `auto.offset.reset = latest`. The flow starts, each partition goes on
+/// from its last readable position (the one without any from the log start, not its end), all
+/// records arrive, and `/status` and `/metrics` count the three records skipped.
+#[tokio::test(flavor = "multi_thread")]
+async fn unreadable_progress_and_offset_map_records_are_skipped_and_counted() {
+    let clusters = clusters();
+    let source = client(&clusters.source).await;
+    let target = client(&clusters.target).await;
+    // A source alias of its own: the flow's internal topics are this test's alone.
+    let alias = "garbled";
+    let (progress_topic, map_topic) = (
+        strait_mirror::ProgressStore::topic_name(alias),
+        strait_mirror::OffsetMap::topic_name(alias),
+    );
+    let (topic, fresh) = (unique("unreadable"), unique("unreadable-fresh"));
+    create_topic(&source, &topic, 2).await;
+    write_numbered(&source, &topic, 2, 5, 100).await;
+    let properties = |extra: &str| {
+        format!(
+            "clusters = {alias}, target\n\
+             {alias}.bootstrap.servers = {}\n\
+             target.bootstrap.servers = {}\n\
+             {alias}->target.enabled = true\n\
+             {alias}->target.topics = {topic}, {fresh}\n\
+             replication.factor = 1\n\
+             {extra}\n",
+            clusters.source.bootstrap_servers(),
+            clusters.target.bootstrap_servers()
+        )
+    };
+    let (remote, remote_fresh) = (format!("{alias}.{topic}"), format!("{alias}.{fresh}"));
+    let mirror = start_flow(&properties(""), alias, "target");
+    wait_until_complete(&target, &remote, 1000).await;
+    mirror.stop().await.unwrap();
+
+    // The latest position of partition 0 becomes garbage (it was stored in one partition of
+    // the progress topic: found by reading them); partition 1's offset map chunk 0 too.
+    let key0 = strait_mirror::connect_offset_key(alias, &topic, 0);
+    let mut holder = None;
+    for partition in 0..25 {
+        let records = read_records(&target, &progress_topic, partition).await;
+        if records.iter().any(|(key, ..)| key.as_deref() == Some(key0.as_bytes())) {
+            holder = Some(partition);
+        }
+    }
+    let holder = holder.expect("the position of partition 0 is stored");
+    let garbage = |key: Bytes, value: &'static str| {
+        let mut builder = RecordBatchBuilder::new();
+        builder.push(Some(key), Some(Bytes::from_static(value.as_bytes())), vec![], now_ms());
+        builder.build()
+    };
+    target
+        .produce(
+            &progress_topic,
+            holder,
+            vec![garbage(Bytes::from(key0), "{\"offset\":")],
+        )
+        .await
+        .unwrap();
+    // A partition never mirrored whose only position is garbage: `latest` would skip its 300.
+    create_topic(&source, &fresh, 1).await;
+    write_numbered(&source, &fresh, 1, 3, 100).await;
+    let fresh_key = strait_mirror::connect_offset_key(alias, &fresh, 0);
+    target
+        .produce(&progress_topic, 0, vec![garbage(Bytes::from(fresh_key), "garbage")])
+        .await
+        .unwrap();
+    // The offset map's key: version, topic, partition, chunk (0).
+    let mut map_key = BytesMut::new();
+    map_key.put_i16(0);
+    map_key.put_i16(topic.len() as i16);
+    map_key.put_slice(topic.as_bytes());
+    map_key.put_i32(1);
+    map_key.put_i32(0);
+    target
+        .produce(&map_topic, 0, vec![garbage(map_key.freeze(), "garbage")])
+        .await
+        .unwrap();
+
+    write_numbered_from(&source, &topic, 2, 5, 5, 100).await;
+    let mirror = start_flow(
+        &properties("garbled.consumer.auto.offset.reset = latest"),
+        alias,
+        "target",
+    );
+    wait_until_complete(&target, &remote, 2000).await;
+    wait_until_complete(&target, &remote_fresh, 300).await;
+    let status = mirror.stats().status();
+    assert_eq!(status["state"], "running", "{status}");
+    assert_eq!(status["unreadable_records"], 3, "{status}");
+    let mut metrics = strait_mirror::PrometheusText::default();
+    mirror.stats().write_prometheus(&mut metrics);
+    let metrics = metrics.finish();
+    for (topic, skipped) in [(&progress_topic, 2.0), (&map_topic, 1.0)] {
+        assert_eq!(
+            metric(
+                &metrics,
+                "strait_unreadable_records_total",
+                &[&format!("topic=\"{topic}\"")]
+            ),
+            Some(skipped),
+            "{metrics}"
+        );
+    }
+    mirror.stop().await.unwrap();
+    // From the last readable position: nothing lost, nothing written twice.
+    assert_eq!(check_numbered(&target, &remote, 2, 1000).await, 0);
+    assert_eq!(check_numbered(&target, &remote_fresh, 1, 300).await, 0);
+    println!("unreadable: 3 stored records skipped and counted, 2300 records mirrored, 0 lost, 0 duplicated");
 }

@@ -49,7 +49,7 @@ const TASK: &str = "checkpoints";
 /// set-up is retried and a failed round shows in `stats` until one succeeds: failover relies
 /// on checkpoints. While `alone` says this process does not mirror every partition of the
 /// flow (its group shares them out), each round reads the stored progress and offset map of
-/// all of them, and leaves pruning to when it does.
+/// all of them.
 pub(crate) async fn checkpoint_loop(
     flow: FlowConfig,
     source: KafkaClient,
@@ -120,19 +120,11 @@ pub(crate) async fn checkpoint_loop(
             break;
         };
         match emitted {
-            Ok((written, slowest)) => {
+            Ok(written) => {
                 if written > 0 {
                     tracing::debug!(flow = %name, written, "checkpoints written");
                 }
                 stats.set_task(TASK, None);
-                if alone
-                    && unless_stopped(&mut shutdown, prune(&flow, &source, &stores.1, slowest))
-                        .await
-                        .is_none()
-                {
-                    break;
-                }
-                stats.record_offset_map_bytes(stores.1.stored_bytes());
             }
             Err(error) => {
                 tracing::warn!(flow = %name, %error, "emitting checkpoints failed; retrying next interval");
@@ -208,13 +200,12 @@ async fn emit_checkpoints(
     stats: &Stats,
     topic: &str,
     latest: &mut HashMap<CheckpointKey, Checkpoint>,
-) -> Result<(usize, Slowest), MirrorError> {
+) -> Result<usize, MirrorError> {
     let fail = MirrorError::client_at(&flow.source.alias);
     let groups = source.list_groups().await.map_err(fail)?;
     // With when its group's offsets were read (for MM2's checkpoint latency) and how many
     // records a group failing over there would re-read.
     let mut fresh: Vec<(Checkpoint, i64, i64)> = Vec::new();
-    let mut slowest = Slowest::new();
     for group in groups
         .iter()
         .filter(|g| flow.group_filter.should_replicate_group(&g.group_id))
@@ -231,10 +222,6 @@ async fn emit_checkpoints(
             if !flow.should_replicate_topic(&upstream_topic) {
                 continue;
             }
-            let slowest = slowest
-                .entry((upstream_topic.clone(), partition))
-                .or_insert(committed.offset);
-            *slowest = (*slowest).min(committed.offset);
             let covered = progress
                 .last_replicated(&upstream_topic, partition)
                 .map(|last| last + 1);
@@ -271,20 +258,40 @@ async fn emit_checkpoints(
             latest.insert(checkpoint_key(c), c.clone());
         }
     }
-    Ok((fresh.len(), slowest))
+    Ok(fresh.len())
 }
 
-/// The lowest committed offset of the flow's groups on each source partition.
-type Slowest = HashMap<(String, i32), i64>;
-
-/// Deletes the offset map's chunks below the slowest group of each partition (or the source log
-/// start, when that is later or no group committed there), so that the map of a long-lived
-/// partition stays small. Groups that commit below that later are translated as pruned.
-async fn prune(flow: &FlowConfig, source: &KafkaClient, offset_map: &OffsetMap, slowest: Slowest) {
+/// Where the offset map of each of `partitions` may be pruned: below the slowest of the flow's
+/// groups (`groups`, `groups.exclude`) that committed there, and below the source log start
+/// (the only bound where no group did). Groups that commit below that later are translated
+/// as pruned. Partitions whose log start cannot be read are left out (pruned later).
+pub(crate) async fn pruning_bounds(
+    flow: &FlowConfig,
+    source: &KafkaClient,
+    partitions: Vec<(String, i32)>,
+) -> Result<HashMap<(String, i32), i64>, MirrorError> {
+    if partitions.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let fail = MirrorError::client_at(&flow.source.alias);
+    let mut slowest: HashMap<(String, i32), i64> = HashMap::new();
+    let groups = source.list_groups().await.map_err(fail)?;
+    for group in groups
+        .iter()
+        .filter(|g| flow.group_filter.should_replicate_group(&g.group_id))
+    {
+        // A group whose offsets cannot be read now could be the slowest: prune nothing this round.
+        let offsets = source.committed_offsets(&group.group_id).await.map_err(fail)?;
+        for (key, committed) in offsets {
+            let slowest = slowest.entry(key).or_insert(committed.offset);
+            *slowest = (*slowest).min(committed.offset);
+        }
+    }
     let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
-    for (topic, partition) in offset_map.prunable() {
+    for (topic, partition) in partitions {
         by_topic.entry(topic).or_default().push(partition);
     }
+    let mut bounds = HashMap::new();
     for (topic, partitions) in by_topic {
         let starts = match source.list_offsets(&topic, &partitions, OffsetSpec::Earliest).await {
             Ok(starts) => starts,
@@ -294,20 +301,12 @@ async fn prune(flow: &FlowConfig, source: &KafkaClient, offset_map: &OffsetMap, 
             }
         };
         for (partition, start) in starts {
-            let below = slowest
-                .get(&(topic.clone(), partition))
-                .map_or(start, |&g| g.max(start));
-            match offset_map.prune(&topic, partition, below).await {
-                Ok(0) => {}
-                Ok(chunks) => {
-                    tracing::debug!(flow = %flow.name(), topic, partition, below, chunks, "offset map pruned")
-                }
-                Err(error) => {
-                    tracing::warn!(flow = %flow.name(), topic, partition, %error, "pruning the offset map failed; retrying next interval")
-                }
-            }
+            let key = (topic.clone(), partition);
+            let below = slowest.get(&key).map_or(start, |&g| g.max(start));
+            bounds.insert(key, below);
         }
     }
+    Ok(bounds)
 }
 
 /// Commits the latest checkpoints into target groups that have no active members, only moving

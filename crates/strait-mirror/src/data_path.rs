@@ -410,7 +410,7 @@ impl Router {
         if new.is_empty() {
             return;
         }
-        let mut unset: BTreeMap<String, Vec<Route>> = BTreeMap::new();
+        let mut unset: BTreeMap<(String, bool), Vec<Route>> = BTreeMap::new();
         // Stored positions of a topic deleted and created again meanwhile: from the new start.
         let mut recreated: BTreeMap<String, Vec<(Route, i64)>> = BTreeMap::new();
         let mut started = Vec::new();
@@ -425,13 +425,27 @@ impl Router {
                         .push((route, last + 1))
                 }
                 Some(last) => started.push((route, last + 1)),
-                None => unset.entry(route.source_topic.clone()).or_default().push(route),
+                None => {
+                    // Its stored position was unreadable: `latest` could skip what was not
+                    // mirrored yet, so it starts at the log start (duplicates, never a gap).
+                    let unknown = self.config.progress.is_unknown(&route.source_topic, route.partition);
+                    let from_start = self.config.reset == OffsetReset::Earliest || unknown;
+                    if unknown && self.config.reset == OffsetReset::Latest {
+                        tracing::warn!(
+                            flow = %self.config.stats.flow(),
+                            topic = route.source_topic,
+                            partition = route.partition,
+                            "no stored position can be read: starting at the log start, not at its end \
+                             (auto.offset.reset = latest), so that nothing is skipped"
+                        );
+                    }
+                    unset
+                        .entry((route.source_topic.clone(), from_start))
+                        .or_default()
+                        .push(route)
+                }
             }
         }
-        let spec = match self.config.reset {
-            OffsetReset::Earliest => OffsetSpec::Earliest,
-            OffsetReset::Latest => OffsetSpec::Latest,
-        };
         let mut restarted = Vec::new();
         for (topic, routes) in recreated {
             let partitions: Vec<i32> = routes.iter().map(|(r, _)| r.partition).collect();
@@ -453,7 +467,12 @@ impl Router {
                 }
             }
         }
-        for (topic, routes) in unset {
+        for ((topic, from_start), routes) in unset {
+            let spec = if from_start {
+                OffsetSpec::Earliest
+            } else {
+                OffsetSpec::Latest
+            };
             let partitions: Vec<i32> = routes.iter().map(|r| r.partition).collect();
             match self.config.source.list_offsets(&topic, &partitions, spec).await {
                 Ok(offsets) => {

@@ -41,14 +41,6 @@ pub enum MirrorError {
         #[source]
         error: strait_client::Error,
     },
-    /// The progress topic holds something we cannot read.
-    #[error("progress topic {topic}: {message}")]
-    Progress {
-        /// The topic.
-        topic: String,
-        /// What is wrong.
-        message: String,
-    },
     /// One of the mirror's own compacted topics (progress, checkpoints, offset syncs,
     /// heartbeats) holds batches that cannot be read.
     #[error("internal topic {topic}: {message}")]
@@ -145,14 +137,6 @@ impl MirrorError {
             first,
             last,
             error,
-        }
-    }
-
-    /// The progress topic `topic` holds something we cannot read.
-    pub fn progress(topic: &str, message: impl Into<String>) -> MirrorError {
-        MirrorError::Progress {
-            topic: topic.to_owned(),
-            message: message.into(),
         }
     }
 

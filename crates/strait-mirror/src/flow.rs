@@ -1,6 +1,7 @@
 //! One flow `A->B`, orchestrated: its set-up, the periodic tasks, topic discovery rounds, the
 //! data path, the periodic progress flush, and a bounded shutdown.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,14 +12,14 @@ use tokio::task::JoinHandle;
 
 use crate::acls::acl_sync_loop;
 use crate::budget::Budget;
-use crate::checkpoints::checkpoint_loop;
+use crate::checkpoints::{checkpoint_loop, pruning_bounds};
 use crate::client_config::connect;
 use crate::data_path::{DataPath, DataPathConfig, NotDrained, OffsetReset};
 use crate::discovery::discover;
 use crate::group::Seat;
 use crate::heartbeats::heartbeat_loop;
 use crate::holdings::{wait_for_singleton, while_held, Change, Holdings};
-use crate::internal_topics::{retry_until_stopped, unless_stopped};
+use crate::internal_topics::{next_tick, retry_until_stopped, unless_stopped};
 use crate::offset_map::OffsetMap;
 use crate::offset_syncs::OffsetSyncs;
 use crate::progress::ProgressStore;
@@ -291,6 +292,16 @@ async fn set_up(flow: &FlowConfig, target: &KafkaClient, stats: &Stats) -> Resul
     } else {
         None
     };
+    // Skipped records were named in the log; counted here once per start of the flow.
+    for (topic, skipped) in [
+        (progress.topic(), progress.unreadable_records()),
+        (offset_map.topic(), offset_map.unreadable_records()),
+    ] {
+        if skipped > 0 {
+            tracing::warn!(flow = %flow.name(), topic, skipped, "unreadable records skipped; mirroring goes on");
+            stats.record_unreadable(topic, skipped);
+        }
+    }
     Ok(Setup {
         source,
         target_brokers,
@@ -394,6 +405,16 @@ async fn mirror(
             )
         }))
     });
+    // The offset map is pruned in every mode: each member prunes the partitions it mirrors,
+    // below bounds read every `emit.checkpoints.interval.seconds`.
+    let (bounds_found, mut bounds) = watch::channel(Arc::new(PruningBounds::new()));
+    let pruning = tokio::spawn(pruning_loop(
+        flow.clone(),
+        source.clone(),
+        offset_map.clone(),
+        bounds_found,
+        jobs_stopped.clone(),
+    ));
     let stores = (&progress, &offset_map, &syncs);
     let mut config = data_path_config(&flow, (&source, &target), &process, &stats, stores);
     config.transaction = transaction.clone();
@@ -515,6 +536,13 @@ async fn mirror(
                     holdings.forget(&released, &stats);
                 }
             },
+            _ = changed(&mut bounds) => {
+                let bounds = bounds.borrow_and_update().clone();
+                let held = holdings.held();
+                let held = |key: &(String, i32)| held.as_ref().is_none_or(|held| held.contains(key));
+                unless_stopped(&mut shutdown, prune(&name, &offset_map, &bounds, &held)).await;
+                stats.record_offset_map_bytes(offset_map.stored_bytes_of(held));
+            }
             _ = sleep_until(next_refresh) => {}
             _ = shutdown.changed() => {}
         }
@@ -545,9 +573,13 @@ async fn mirror(
         }
         // The run ends (and the next one, if any, starts them again).
         let _ = stop_jobs.send(true);
-        for (task, handle) in [("config sync", config_sync), ("ACL sync", acl_sync)]
-            .into_iter()
-            .chain(checkpoints.map(|handle| ("checkpoints", handle)))
+        for (task, handle) in [
+            ("config sync", config_sync),
+            ("ACL sync", acl_sync),
+            ("offset map pruning", pruning),
+        ]
+        .into_iter()
+        .chain(checkpoints.map(|handle| ("checkpoints", handle)))
         {
             end_task(&name, task, handle, within).await;
         }
@@ -604,14 +636,68 @@ async fn mirror(
         first_error.get_or_insert(error);
     }
     let _ = stop_jobs.send(true);
-    for (task, handle) in [("config sync", config_sync), ("ACL sync", acl_sync)]
-        .into_iter()
-        .chain(checkpoints.map(|handle| ("checkpoints", handle)))
+    for (task, handle) in [
+        ("config sync", config_sync),
+        ("ACL sync", acl_sync),
+        ("offset map pruning", pruning),
+    ]
+    .into_iter()
+    .chain(checkpoints.map(|handle| ("checkpoints", handle)))
     {
         end_task(&name, task, handle, within).await;
     }
     tracing::info!(flow = %name, records = stats.records(), bytes = stats.bytes(), "flow stopped");
     first_error.map_or(Ok(RunEnd::Stopped), Err)
+}
+
+/// Where the offset map of each source partition may be pruned.
+type PruningBounds = HashMap<(String, i32), i64>;
+
+/// Reads the pruning bounds of the offset map's partitions every
+/// `emit.checkpoints.interval.seconds` (also with checkpoints or offset syncs off), until `stop`.
+async fn pruning_loop(
+    flow: FlowConfig,
+    source: KafkaClient,
+    offset_map: Arc<OffsetMap>,
+    found: watch::Sender<Arc<PruningBounds>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let seconds = u64::try_from(flow.emit_checkpoints.interval_seconds)
+        .ok()
+        .filter(|&s| s > 0);
+    let mut ticker = tokio::time::interval(Duration::from_secs(seconds.unwrap_or(60)));
+    while next_tick(&mut ticker, &mut stop).await {
+        match unless_stopped(&mut stop, pruning_bounds(&flow, &source, offset_map.prunable())).await {
+            None => break,
+            Some(Ok(bounds)) => {
+                found.send_replace(Arc::new(bounds));
+            }
+            Some(Err(error)) => {
+                tracing::warn!(flow = %flow.name(), %error, "cannot read where the groups are; the offset map is pruned at a later interval")
+            }
+        }
+    }
+}
+
+/// Prunes the offset map of the partitions `held` says this process mirrors (their mapping is
+/// this process's to write) below `bounds`.
+async fn prune(name: &str, offset_map: &OffsetMap, bounds: &PruningBounds, held: &impl Fn(&(String, i32)) -> bool) {
+    for ((topic, partition), &below) in bounds.iter().filter(|(key, _)| held(key)) {
+        match offset_map.prune(topic, *partition, below).await {
+            Ok(0) => {}
+            Ok(chunks) => tracing::debug!(flow = name, topic, partition, below, chunks, "offset map pruned"),
+            Err(error) => {
+                tracing::warn!(flow = name, topic, partition, %error, "pruning the offset map failed; retrying next interval")
+            }
+        }
+    }
+}
+
+/// The next change of `bounds`; never once its sender is gone.
+async fn changed(bounds: &mut watch::Receiver<Arc<PruningBounds>>) {
+    if bounds.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Stores what a release left recorded (the offset map, offset syncs, then progress, as the

@@ -65,6 +65,12 @@ impl Holdings {
         self.shares.is_some()
     }
 
+    /// The partitions this process mirrors in its group; `None` without a group (it mirrors
+    /// every partition it knows of).
+    pub(crate) fn held(&self) -> Option<BTreeSet<Partition>> {
+        self.is_grouped().then(|| self.mirrored.clone())
+    }
+
     /// Whether this process runs the flow's singleton jobs, as it changes.
     pub(crate) fn singleton(&self) -> watch::Receiver<bool> {
         self.singleton.subscribe()

@@ -123,6 +123,8 @@ pub(crate) struct PartitionMap {
     /// The lowest chunk changed since the last write, and whether the head changed.
     dirty_chunk: Option<i32>,
     dirty_head: bool,
+    /// Chunks pruned whose deletions are not written yet.
+    deleted: Vec<i32>,
 }
 
 impl PartitionMap {
@@ -353,6 +355,33 @@ fn decode_segments(mut input: &[u8]) -> Option<Vec<Segment>> {
     Some(segments)
 }
 
+/// One partition's mapping from its stored (chunk, value) records, head first; `Err` names
+/// the chunk that cannot be read.
+fn decode_partition(chunks: &[(i32, Bytes)]) -> Result<PartitionMap, i32> {
+    let mut map = PartitionMap::default();
+    for (chunk, value) in chunks {
+        let chunk = *chunk;
+        if chunk == HEAD {
+            if value.get(..2) != Some(&VERSION.to_be_bytes()[..]) {
+                return Err(chunk);
+            }
+            let mut input = &value[2..];
+            let floor = get_varlong(&mut input).filter(|&floor| floor >= 0).ok_or(chunk)?;
+            let first = get_varlong(&mut input).and_then(|first| i32::try_from(first).ok());
+            map.first_chunk = first.filter(|&first| first >= 0 && input.is_empty()).ok_or(chunk)?;
+            map.floor = Some(floor);
+        } else if chunk >= map.first_chunk {
+            // Chunks below the head's first were pruned (their deletions may not be compacted yet).
+            let expected = map.first_chunk as usize * CHUNK + map.segments.len();
+            if chunk as usize * CHUNK != expected {
+                return Err(chunk);
+            }
+            map.segments.extend(decode_segments(value).ok_or(chunk)?);
+        }
+    }
+    Ok(map)
+}
+
 fn encode_key(topic: &str, partition: i32, chunk: i32) -> Bytes {
     let mut key = BytesMut::with_capacity(12 + topic.len());
     key.put_i16(VERSION);
@@ -387,6 +416,8 @@ pub struct OffsetMap {
     cluster: String,
     topic: String,
     partitions: Mutex<HashMap<(String, i32), SharedPartitionMap>>,
+    /// Records the load skipped.
+    unreadable: usize,
 }
 
 /// One partition's mapping, shared by its queue on the data path and the flushes.
@@ -433,47 +464,55 @@ impl OffsetMap {
     async fn load(client: &KafkaClient, cluster: &str, topic: String) -> Result<Self, MirrorError> {
         // The latest value of every key, as compaction will leave it.
         let mut latest: BTreeMap<(String, i32, i32), Option<Bytes>> = BTreeMap::new();
+        let mut unreadable = 0;
         for (key, value) in read_partition(client, cluster, &topic, 0).await? {
             let Some((source_topic, partition, chunk)) = key.as_deref().and_then(decode_key) else {
                 tracing::warn!(topic, "skipping a record that is not an offset mapping");
+                unreadable += 1;
                 continue;
             };
             latest.insert((source_topic, partition, chunk), value);
         }
-        let mut partitions: HashMap<(String, i32), PartitionMap> = HashMap::new();
+        let mut stored: BTreeMap<(String, i32), Vec<(i32, Bytes)>> = BTreeMap::new();
         for ((source_topic, partition, chunk), value) in latest {
-            let Some(value) = value else { continue };
-            let map = partitions.entry((source_topic.clone(), partition)).or_default();
-            let corrupt = || {
-                MirrorError::internal_topic(
-                    &topic,
-                    format!("the offset mapping of {source_topic}-{partition} (chunk {chunk}) cannot be read; delete the topic to start the mapping afresh"),
-                )
-            };
-            if chunk == HEAD {
-                let mut input = value.get(2..).ok_or_else(corrupt)?;
-                map.floor = Some(get_varlong(&mut input).ok_or_else(corrupt)?);
-                map.first_chunk = i32::try_from(get_varlong(&mut input).ok_or_else(corrupt)?).map_err(|_| corrupt())?;
-                // Chunks below the head's first were pruned (their deletions may not be compacted yet).
-                map.segments.clear();
-            } else if chunk >= map.first_chunk {
-                let expected = map.first_chunk as usize * CHUNK + map.segments.len();
-                if chunk as usize * CHUNK != expected {
-                    return Err(corrupt());
-                }
-                map.segments.extend(decode_segments(&value).ok_or_else(corrupt)?);
+            let chunks = stored.entry((source_topic, partition)).or_default();
+            if let Some(value) = value {
+                chunks.push((chunk, value));
             }
         }
-        let partitions = partitions
-            .into_iter()
-            .map(|(key, map)| (key, Arc::new(Mutex::new(map))))
-            .collect();
+        let mut partitions = HashMap::new();
+        for ((source_topic, partition), chunks) in stored {
+            let map = decode_partition(&chunks).unwrap_or_else(|chunk| {
+                // One bad record must not stop the flow (a restart would meet it again): the
+                // partition's mapping starts afresh where the mirror goes on, past every chunk
+                // stored, and offsets below are translated as before the mapping started.
+                tracing::warn!(
+                    topic,
+                    "the offset mapping of {source_topic}-{partition} (chunk {chunk}) cannot be read: skipped; \
+                     the partition's mapping starts again where the mirror goes on"
+                );
+                unreadable += 1;
+                let last = chunks.iter().map(|&(chunk, _)| chunk).max().unwrap_or(HEAD);
+                PartitionMap {
+                    first_chunk: last.saturating_add(1).max(0),
+                    ..PartitionMap::default()
+                }
+            });
+            partitions.insert((source_topic, partition), Arc::new(Mutex::new(map)));
+        }
         Ok(OffsetMap {
             client: client.clone(),
             cluster: cluster.into(),
             topic,
             partitions: Mutex::new(partitions),
+            unreadable,
         })
+    }
+
+    /// Records skipped at load because they could not be read (each costs its partition's
+    /// exact translation below where the mirror went on).
+    pub(crate) fn unreadable_records(&self) -> usize {
+        self.unreadable
     }
 
     /// Loads the stored mapping of `partitions` again, replacing what this process holds of
@@ -595,7 +634,8 @@ impl OffsetMap {
 
     /// Deletes the stored chunks of `topic`-`partition` wholly below `offset` (the slowest
     /// group, or the source log start), so that the mapping of a long-lived partition stays
-    /// small. The new head is written at the next flush, before the deletions.
+    /// small. The new head and the deletions go in one batch, head first: whatever else is
+    /// stored, a load then skips the deleted chunks. Returns how many chunks were deleted.
     pub(crate) async fn prune(&self, topic: &str, partition: i32, offset: i64) -> Result<usize, MirrorError> {
         let map = self
             .partitions
@@ -604,16 +644,25 @@ impl OffsetMap {
             .get(&(topic.to_owned(), partition))
             .cloned();
         let Some(map) = map else { return Ok(0) };
-        let pruned = map.lock().expect("offset map lock").prune_below(offset);
-        if pruned.is_empty() {
-            return Ok(0);
+        let (head, deleted) = {
+            let mut map = map.lock().expect("offset map lock");
+            let pruned = map.prune_below(offset);
+            map.deleted.extend(pruned);
+            if map.deleted.is_empty() {
+                return Ok(0);
+            }
+            map.dirty_head = false;
+            (map.encode_head(), std::mem::take(&mut map.deleted))
+        };
+        let records = std::iter::once((encode_key(topic, partition, HEAD), Some(head)))
+            .chain(deleted.iter().map(|&chunk| (encode_key(topic, partition, chunk), None)));
+        if let Err(error) = write_records(&self.client, &self.cluster, &self.topic, 0, records).await {
+            let mut map = map.lock().expect("offset map lock");
+            map.dirty_head = true;
+            map.deleted.extend(deleted);
+            return Err(error);
         }
-        self.flush().await?;
-        let tombstones = pruned
-            .iter()
-            .map(|&chunk| (encode_key(topic, partition, chunk), None::<Bytes>));
-        write_records(&self.client, &self.cluster, &self.topic, 0, tombstones).await?;
-        Ok(pruned.len())
+        Ok(deleted.len())
     }
 
     /// The partitions whose mapping spans more than one chunk: the only ones pruning can shrink.
@@ -628,9 +677,15 @@ impl OffsetMap {
 
     /// The stored size of each partition's mapping, in bytes of record values.
     pub fn stored_bytes(&self) -> BTreeMap<(String, i32), usize> {
+        self.stored_bytes_of(|_| true)
+    }
+
+    /// [`OffsetMap::stored_bytes`] of the partitions `held` says this process mirrors.
+    pub(crate) fn stored_bytes_of(&self, held: impl Fn(&(String, i32)) -> bool) -> BTreeMap<(String, i32), usize> {
         let partitions = self.partitions.lock().expect("offset map lock");
         partitions
             .iter()
+            .filter(|(k, _)| held(k))
             .map(|(k, v)| (k.clone(), v.lock().expect("offset map lock").stored_bytes()))
             .collect()
     }

@@ -47,6 +47,10 @@ pub struct ProgressStore {
 struct State {
     /// The position of every partition recorded or loaded.
     partitions: HashMap<SourcePartition, Arc<PartitionProgress>>,
+    /// Records the load skipped because they could not be read.
+    unreadable: usize,
+    /// Partitions with a record skipped and none readable: where they stand is not known.
+    unknown: HashSet<SourcePartition>,
 }
 
 /// One source partition's mirrored position: the data path records it through this handle
@@ -169,7 +173,7 @@ impl ProgressStore {
         let mut state = State::default();
         let all: Vec<i32> = (0..partitions).collect();
         for (key, value) in read_partitions(client, target_alias, &store.topic, &all).await? {
-            store.apply(&mut state, key.as_deref(), value.as_deref())?;
+            store.apply(&mut state, key.as_deref(), value.as_deref());
         }
         *store.state.lock().expect("progress lock") = state;
         Ok(store)
@@ -182,7 +186,7 @@ impl ProgressStore {
         let mut fresh = State::default();
         let all: Vec<i32> = (0..self.partitions).collect();
         for (key, value) in read_partitions(&self.client, &self.target_alias, &self.topic, &all).await? {
-            self.apply(&mut fresh, key.as_deref(), value.as_deref())?;
+            self.apply(&mut fresh, key.as_deref(), value.as_deref());
         }
         let mut state = self.state.lock().expect("progress lock");
         for key in partitions {
@@ -190,40 +194,61 @@ impl ProgressStore {
                 Some(progress) => state.partitions.insert(key.clone(), progress),
                 None => state.partitions.remove(key),
             };
+            match fresh.unknown.remove(key) {
+                true => state.unknown.insert(key.clone()),
+                false => state.unknown.remove(key),
+            };
         }
         Ok(())
     }
 
-    fn corrupt(&self, message: String) -> MirrorError {
-        MirrorError::progress(&self.topic, message)
-    }
-
-    /// Applies one record of the offsets topic; other connectors' and clusters' keys are skipped.
-    fn apply(&self, state: &mut State, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<(), MirrorError> {
-        let Some(key) = key else { return Ok(()) };
+    /// Applies one record of the offsets topic; other connectors' and clusters' keys are
+    /// skipped. A record of this flow that cannot be read is skipped with a warning and
+    /// counted: its partition keeps the last readable position, written again at the next
+    /// flush (compaction would otherwise leave only the unreadable record).
+    fn apply(&self, state: &mut State, key: Option<&[u8]>, value: Option<&[u8]>) {
+        let Some(key) = key else { return };
         let Ok(serde_json::Value::Array(parts)) = serde_json::from_slice::<serde_json::Value>(key) else {
-            return Ok(()); // Not a Connect offsets key: someone else's record.
+            return; // Not a Connect offsets key: someone else's record.
         };
         let (Some(connector), Some(partition)) = (parts.first(), parts.get(1)) else {
-            return Ok(());
+            return;
         };
         if connector != "MirrorSourceConnector" || partition["cluster"] != self.source_alias.as_str() {
-            return Ok(());
+            return;
         }
-        let (Some(topic), Some(index)) = (partition["topic"].as_str(), partition["partition"].as_i64()) else {
-            return Err(self.corrupt(format!("malformed key {}", String::from_utf8_lossy(key))));
+        let index = partition["partition"]
+            .as_i64()
+            .and_then(|index| i32::try_from(index).ok());
+        let (Some(topic), Some(index)) = (partition["topic"].as_str(), index) else {
+            tracing::warn!(topic = %self.topic, "skipping a position record whose key cannot be read: {}", String::from_utf8_lossy(key));
+            state.unreadable += 1;
+            return;
         };
-        let source = (topic.to_owned(), index as i32);
+        let source = (topic.to_owned(), index);
         match value {
             None => {
                 state.partitions.remove(&source); // A tombstone resets the partition (KIP-875).
+                state.unknown.remove(&source);
             }
             Some(value) => {
                 let value_json = serde_json::from_slice::<serde_json::Value>(value).ok();
-                let offset = value_json
-                    .as_ref()
-                    .and_then(|v| v["offset"].as_i64())
-                    .ok_or_else(|| self.corrupt(format!("malformed value {}", String::from_utf8_lossy(value))))?;
+                let offset = value_json.as_ref().and_then(|v| v["offset"].as_i64());
+                let Some(offset) = offset else {
+                    state.unreadable += 1;
+                    match state.partitions.get(&source) {
+                        Some(last) => {
+                            tracing::warn!(topic = %self.topic, "skipping an unreadable position of {}-{index} ({}); it goes on from the last readable one", source.0, String::from_utf8_lossy(value));
+                            last.dirty.store(true, Ordering::Release);
+                        }
+                        None => {
+                            tracing::warn!(topic = %self.topic, "skipping an unreadable position of {}-{index} ({}); no readable one is stored", source.0, String::from_utf8_lossy(value));
+                            state.unknown.insert(source);
+                        }
+                    }
+                    return;
+                };
+                state.unknown.remove(&source);
                 // Written by MM2 or an older Strait: no ID, the position is taken as it is.
                 let topic_id = value_json
                     .as_ref()
@@ -234,7 +259,19 @@ impl ProgressStore {
                     .insert(source, Arc::new(PartitionProgress::new(offset, topic_id)));
             }
         }
-        Ok(())
+    }
+
+    /// Records the load skipped because they could not be read.
+    pub(crate) fn unreadable_records(&self) -> usize {
+        self.state.lock().expect("progress lock").unreadable
+    }
+
+    /// Whether the partition's stored position could not be read (and no earlier one either):
+    /// it must start where nothing can be skipped.
+    pub(crate) fn is_unknown(&self, topic: &str, partition: i32) -> bool {
+        let state = self.state.lock().expect("progress lock");
+        let key = (topic.to_owned(), partition);
+        state.unknown.contains(&key) && state.partitions.get(&key).and_then(|p| p.last()).is_none()
     }
 
     /// The last replicated offset of a source partition, if any was recorded.

@@ -380,6 +380,9 @@ pub struct Stats {
     rereads: Mutex<BTreeMap<(String, String, i32), i64>>,
     /// The stored size of the offset map, by (source topic, partition), in bytes.
     offset_map_bytes: Mutex<BTreeMap<(String, i32), usize>>,
+    /// Records of the flow's own internal topics (progress, offset map) skipped at a load
+    /// because they could not be read, by topic.
+    unreadable: Mutex<BTreeMap<String, u64>>,
     /// Fetch requests by kind (`full`, `incremental`).
     fetches: Mutex<BTreeMap<&'static str, u64>>,
     /// Open connections by (cluster, role).
@@ -422,6 +425,14 @@ impl Stats {
             checkpoints: Mutex::default(),
             rereads: Mutex::default(),
             offset_map_bytes: Mutex::default(),
+            // Both topics from the start, so that an alert sees the counter rise from 0.
+            unreadable: Mutex::new(
+                [
+                    (crate::ProgressStore::topic_name(source), 0),
+                    (crate::OffsetMap::topic_name(source), 0),
+                ]
+                .into(),
+            ),
             fetches: Mutex::default(),
             connections: Mutex::default(),
             paused: AtomicI64::new(0),
@@ -715,6 +726,26 @@ impl Stats {
     pub(crate) fn record_rereads(&self, group: &str, topic: &str, partition: i32, rereads: i64) {
         let mut all = self.rereads.lock().expect("stats lock");
         all.insert((group.to_owned(), topic.to_owned(), partition), rereads);
+    }
+
+    /// `records` of the internal topic `topic` were skipped at a load: they cannot be read.
+    pub(crate) fn record_unreadable(&self, topic: &str, records: usize) {
+        *self
+            .unreadable
+            .lock()
+            .expect("stats lock")
+            .entry(topic.to_owned())
+            .or_default() += records as u64;
+    }
+
+    /// Records of the flow's internal topics skipped because they could not be read, by topic.
+    pub fn unreadable_records_by_topic(&self) -> BTreeMap<String, u64> {
+        self.unreadable.lock().expect("stats lock").clone()
+    }
+
+    /// Records of the flow's internal topics skipped because they could not be read.
+    pub fn unreadable_records(&self) -> u64 {
+        self.unreadable.lock().expect("stats lock").values().sum()
     }
 
     /// The offset map's stored size per partition, after a prune.

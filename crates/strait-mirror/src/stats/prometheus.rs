@@ -206,6 +206,14 @@ impl Stats {
                 *rereads as f64,
             );
         }
+        for (topic, records) in self.unreadable_records_by_topic() {
+            out.counter(
+                "strait_unreadable_records_total",
+                "Records of the flow's progress or offset-map topic skipped at a load because they cannot be read: a position goes back to the last readable one (or the log start), a partition's offset map starts again.",
+                &[("source", source), ("target", target), ("topic", topic.as_str())],
+                records as f64,
+            );
+        }
         for ((topic, partition), bytes) in self.offset_map_bytes.lock().expect("stats lock").iter() {
             out.gauge(
                 "strait_offset_map_bytes",

@@ -57,6 +57,7 @@ impl Stats {
             "records": self.records(),
             "bytes": self.bytes(),
             "gap_records": self.gap_records(),
+            "unreadable_records": self.unreadable_records(),
             "resume_found_records": self.resume_found_records(),
             "resume_fallbacks": self.resume_fallbacks(),
             "source_recreations": self.source_recreations(),

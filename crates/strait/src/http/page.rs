@@ -59,6 +59,7 @@ async fn overview(State(site): State<Site>) -> Json<Value> {
                 "records": stats.records(),
                 "bytes": stats.bytes(),
                 "gap_records": stats.gap_records(),
+                "unreadable_records": stats.unreadable_records(),
                 "resume_found_records": stats.resume_found_records(),
                 "resume_fallbacks": stats.resume_fallbacks(),
                 "source_recreations": stats.source_recreations(),

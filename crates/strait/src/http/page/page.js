@@ -103,6 +103,7 @@ function flowCard(flow, overview) {
       number("mirrored", count(flow.records) + " records · " + bytes(flow.bytes)),
       number("partitions", `${s.partitions} (${s.failing} failing, ${s.stopped} stopped)`, s.failing + s.stopped > 0),
       number("gaps", count(flow.gap_records) + " records", flow.gap_records > 0),
+      number("unreadable", count(flow.unreadable_records) + " stored records skipped", flow.unreadable_records > 0),
       number("found at restart", count(flow.resume_found_records) + " records · " + count(flow.resume_fallbacks) + " fallbacks", flow.resume_fallbacks > 0),
       number("recreated source topics", count(flow.source_recreations) + " partitions restarted", flow.source_recreations > 0),
       number("last heartbeat", heartbeat)),
