@@ -782,3 +782,92 @@ async fn a_rebalance_held_up_by_a_frozen_member_does_not_make_the_others_drop_th
         "a frozen member held a rebalance up for {held_up:.1?}: nobody else gave up; 0 lost, {duplicates} duplicated"
     );
 }
+
+/// The offset map stays bounded in a group of two processes with checkpoints on: each member
+/// prunes the partitions it mirrors below the slowest group, every
+/// `emit.checkpoints.interval.seconds`. A transactional source makes a segment per
+/// transaction (the commit markers are skipped offsets), so each partition's map spans
+/// several chunks; once a group commits at the end, `strait_offset_map_bytes` falls.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_offset_map_is_pruned_below_the_slowest_group_across_the_members() {
+    let clusters = clusters();
+    let (source, target) = (client(&clusters.source).await, client(&clusters.target).await);
+    let prefix = unique("prune");
+    let topic = format!("{prefix}-t");
+    create_topic(&source, &topic, 2).await;
+    let (bootstrap, producer_topic) = (clusters.source.bootstrap_servers(), topic.clone());
+    tokio::task::spawn_blocking(move || {
+        let mut command = java_program("TxnProducer");
+        command.args([&bootstrap, &producer_topic, "900", "2"]);
+        run_ok(command)
+    })
+    .await
+    .unwrap();
+    let properties = mm2_properties(
+        &topic,
+        &format!("strait.group.id = {prefix}\n{GROUP_KEYS}emit.checkpoints.interval.seconds = 1\n"),
+    );
+    let first = Member::start("first", &properties);
+    let second = Member::start("second", &properties);
+    settled(&[&first, &second], &partitions_of(std::slice::from_ref(&topic), 2)).await;
+    let remote = format!("source.{topic}");
+    wait_until("the first records mirrored", || async {
+        end_offsets(&target, &remote).await > 0
+    })
+    .await;
+    settled_end_offsets(&target, &remote).await;
+
+    // The size of each partition's map as its holder shows it (the other member shows none).
+    let sizes = || async {
+        let mut sizes = BTreeMap::new();
+        for member in [&first, &second] {
+            let Some((_, text)) = http_get(member.port, "/metrics").await else {
+                continue;
+            };
+            for partition in 0..2 {
+                let labels = [format!("topic=\"{topic}\""), format!("partition=\"{partition}\"")];
+                let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+                if let Some(bytes) = metric(&text, "strait_offset_map_bytes", &labels) {
+                    let size: &mut f64 = sizes.entry(partition).or_default();
+                    *size = size.max(bytes);
+                }
+            }
+        }
+        sizes
+    };
+    // More than two chunks of 256 segments each (a byte or two a segment).
+    wait_until("each partition's offset map spans chunks", || async {
+        let sizes = sizes().await;
+        sizes.len() == 2 && sizes.values().all(|&bytes| bytes > 600.0)
+    })
+    .await;
+    let before = sizes().await;
+
+    // A group reads everything: below it nothing needs translating any more.
+    let ends = source
+        .list_offsets(&topic, &[0, 1], strait_client::OffsetSpec::Latest)
+        .await
+        .unwrap();
+    let committed = ends
+        .iter()
+        .map(|(&partition, &offset)| {
+            let offset = strait_client::CommittedOffset {
+                offset,
+                metadata: String::new(),
+            };
+            ((topic.clone(), partition), offset)
+        })
+        .collect();
+    source
+        .commit_offsets(&format!("{prefix}-readers"), &committed)
+        .await
+        .unwrap();
+    wait_until("the offset map pruned below the group", || async {
+        let sizes = sizes().await;
+        sizes.len() == 2 && sizes.iter().all(|(partition, &bytes)| bytes < before[partition] / 2.0)
+    })
+    .await;
+    let after = sizes().await;
+    println!("offset map in a group of two: {before:?} bytes before the group advanced, {after:?} after");
+    assert!(first.process_alive() && second.process_alive());
+}
