@@ -165,19 +165,27 @@ async fn groups_fail_over_exactly_at_any_lag_after_restarts_and_a_crash() {
         "nothing mirrored twice after the SIGKILL"
     );
 
-    // `strait translate`: each group's exact target offset.
+    // `strait translate`: each group's exact target offset, once the running mirror has
+    // stored the offset map of what it acknowledged last.
     let mut translated = Vec::new();
     for (group, stop) in &groups {
-        let output = strait(&[
-            OsStr::new("translate"),
-            config.as_os_str(),
-            OsStr::new("--group"),
-            OsStr::new(group),
-            OsStr::new("--json"),
-        ]);
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        let entries: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        let entry = &entries.as_array().unwrap()[0];
+        let translate = || {
+            let output = strait(&[
+                OsStr::new("translate"),
+                config.as_os_str(),
+                OsStr::new("--group"),
+                OsStr::new(group),
+                OsStr::new("--json"),
+            ]);
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            let entries: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            entries.as_array().unwrap()[0].clone()
+        };
+        wait_until(&format!("an exact translation of {group}"), || async {
+            translate()["exact"] == true
+        })
+        .await;
+        let entry = &translate();
         assert_eq!(
             (entry["topic"].as_str(), entry["sourceOffset"].as_i64()),
             (Some(remote.as_str()), Some(*stop))
