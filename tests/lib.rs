@@ -402,8 +402,14 @@ pub struct StraitProcess(pub std::process::Child);
 impl StraitProcess {
     /// Starts `strait <args>` with its output discarded.
     pub fn start(args: &[&std::ffi::OsStr]) -> StraitProcess {
+        Self::start_with_env(args, &[])
+    }
+
+    /// As [`StraitProcess::start`], with these environment variables set.
+    pub fn start_with_env(args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> StraitProcess {
         let child = std::process::Command::new(strait_binary())
             .args(args)
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()

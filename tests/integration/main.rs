@@ -17,5 +17,6 @@ mod operations;
 mod page;
 mod prometheus;
 mod security;
+mod supervision;
 mod topology;
 mod translation;

@@ -12,7 +12,14 @@
 //! Fetchers and producers report partitions that must move (their leader changed, their broker
 //! is gone) or stop; the router finds their new home from fresh metadata, with a jittered
 //! backoff so that thousands of partitions do not ask in lockstep.
+//!
+//! The router supervises its workers: one that panics or ends is noticed at once, logged,
+//! counted (`strait_worker_restarts_total`), and started again after a backoff
+//! ([`RESTART_BACKOFF`]); meanwhile its partitions have no worker and `/health` says so. Its
+//! cursors start again where their queue ends (what was fetched is still queued), and the
+//! batches it had on the wire are sent again with their sequences, so the target keeps each once.
 
+use std::any::Any;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +29,7 @@ use std::time::{Duration, Instant};
 use strait_client::kafka_protocol::messages::TopicName;
 use strait_client::{Backoff, FetchParams, KafkaClient, OffsetSpec, TopicId};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
-use tokio::task::JoinHandle;
+use tokio::task::{Id as TaskId, JoinError, JoinHandle, JoinSet};
 
 use crate::budget::Budget;
 use crate::offset_map::OffsetMap;
@@ -42,6 +49,13 @@ use crate::{MirrorError, Stats};
 const QUEUE_CAP_FETCHES: usize = 2;
 /// How long reports of partitions to move are gathered before one metadata request places them.
 const GATHER: Duration = Duration::from_millis(20);
+/// How long a worker that ended waits before it is started again: at first (half to all of
+/// it), and at most, as it keeps ending.
+pub(crate) const RESTART_BACKOFF: (Duration, Duration) = (Duration::from_secs(2), Duration::from_secs(60));
+/// A worker that ran this long before it ended is restarted after the first delay again.
+const RESTART_RESET_AFTER: Duration = Duration::from_secs(60);
+/// Worker ids, unique in the process (0: none).
+static NEXT_WORKER: AtomicU64 = AtomicU64::new(1);
 
 /// Where a partition starts when no progress is stored (`auto.offset.reset`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +215,9 @@ impl DataPath {
             resume,
             fetchers: HashMap::new(),
             producers: HashMap::new(),
+            fetcher_tasks: JoinSet::new(),
+            producer_tasks: JoinSet::new(),
+            restarts: HashMap::new(),
             known: HashSet::new(),
             mirrored: HashMap::new(),
             first_stop: None,
@@ -286,6 +303,12 @@ struct Router {
     fetchers: HashMap<(i32, u16), Worker<Cursor>>,
     /// Producers by target broker and shard.
     producers: HashMap<(i32, u16), Worker<Arc<PartitionQueue>>>,
+    /// The fetchers' tasks (dropping the router aborts them).
+    fetcher_tasks: JoinSet<()>,
+    /// The producers' tasks.
+    producer_tasks: JoinSet<()>,
+    /// Workers that ended: when each may be started again, and its backoff.
+    restarts: HashMap<(Kind, i32, u16), Restart>,
     stop_fetchers: watch::Sender<bool>,
     stop_producers: watch::Sender<bool>,
     /// Every partition ever added (stopped ones included: they stay stopped until a restart,
@@ -323,18 +346,18 @@ impl Router {
                     self.place_at = None;
                     self.place().await;
                 }
+                Some(ended) = self.fetcher_tasks.join_next_with_id() => self.worker_ended(Kind::Fetcher, ended),
+                Some(ended) = self.producer_tasks.join_next_with_id() => self.worker_ended(Kind::Producer, ended),
                 _ = stop.changed() => break,
             }
         }
         // Fetching stops at once; producers let the requests on the wire be answered.
         let _ = self.stop_fetchers.send(true);
-        for (_, mut fetcher) in self.fetchers.drain() {
-            let _ = (&mut fetcher.task).await;
-        }
+        while self.fetcher_tasks.join_next().await.is_some() {}
+        self.fetchers.clear();
         let _ = self.stop_producers.send(true);
-        for (_, mut producer) in self.producers.drain() {
-            let _ = (&mut producer.task).await;
-        }
+        while self.producer_tasks.join_next().await.is_some() {}
+        self.producers.clear();
         // Partitions that stopped while the producers drained.
         while let Ok(event) = events.try_recv() {
             if let Event::Stopped { .. } = event {
@@ -383,6 +406,77 @@ impl Router {
                 self.first_stop.get_or_insert(error);
             }
         }
+    }
+
+    /// A worker's task ended: outside shutdown, always unexpected (a panic, or a bug that let
+    /// it return). Its partitions go back to the router, to be placed once the worker's restart
+    /// delay has passed.
+    fn worker_ended(&mut self, kind: Kind, ended: Result<(TaskId, ()), JoinError>) {
+        let (task, why) = match ended {
+            Ok((task, ())) => (task, "ended".to_owned()),
+            Err(error) if error.is_panic() => {
+                let task = error.id();
+                (task, format!("panicked: {}", panic_message(error.into_panic())))
+            }
+            Err(error) => (error.id(), "was cancelled".to_owned()),
+        };
+        let found = match kind {
+            Kind::Fetcher => find_worker(&mut self.fetchers, task),
+            Kind::Producer => find_worker(&mut self.producers, task),
+        };
+        let Some(((broker, shard), id, started)) = found else {
+            return;
+        };
+        let name = kind.name(broker, shard);
+        let restart = self.restarts.entry((kind, broker, shard)).or_insert_with(|| Restart {
+            backoff: Backoff::new(RESTART_BACKOFF.0, RESTART_BACKOFF.1),
+            at: Instant::now(),
+            down: false,
+        });
+        if started.elapsed() >= RESTART_RESET_AFTER {
+            restart.backoff.reset();
+        }
+        let delay = restart.backoff.next_delay();
+        restart.at = Instant::now() + delay;
+        restart.down = true;
+        let why = format!("the {name} {why}");
+        tracing::error!(flow = %self.config.stats.flow(), "{why}; its partitions are placed again in {delay:?}");
+        self.config.stats.worker_down(kind.as_str(), &name, &why);
+        let orphans = self
+            .mirrored
+            .values()
+            .filter(|queue| !queue.is_stopped() && !queue.is_retired());
+        match kind {
+            Kind::Fetcher => {
+                for queue in orphans.filter(|q| q.fetched_by.load(Ordering::Acquire) == id) {
+                    queue.fetched_by.store(0, Ordering::Release);
+                    if queue.is_paused() {
+                        queue.set_paused(false);
+                        self.config.stats.add_paused(-1);
+                    }
+                    // Its queue keeps what was fetched: fetching goes on after it.
+                    let cursor = Cursor::new(queue.route.clone(), queue.fetch_from(), queue.clone());
+                    self.cursors.push(cursor);
+                }
+            }
+            Kind::Producer => {
+                let error = strait_client::Error::ConnectionClosed {
+                    broker: format!("{} broker {broker}", self.config.target_alias),
+                    reason: why.clone(),
+                };
+                let timeout = self.config.produce.delivery_timeout;
+                for queue in orphans.filter(|q| q.sent_by.load(Ordering::Acquire) == id) {
+                    queue.sent_by.store(0, Ordering::Release);
+                    queue.abandon_producer(&error, timeout);
+                    if let Some(transaction) = &self.config.transaction {
+                        // Its batches on the wire may have landed: the transaction cannot commit.
+                        transaction.doom(&error);
+                    }
+                    self.queues.push(queue.clone());
+                }
+            }
+        }
+        self.place_after(delay);
     }
 
     fn place_after(&mut self, after: Duration) {
@@ -540,6 +634,7 @@ impl Router {
             stats.started(start);
             let queue = PartitionQueue::new(
                 route.clone(),
+                start,
                 cap,
                 self.config.progress.partition(&route.source_topic, route.partition),
                 stats,
@@ -565,6 +660,25 @@ impl Router {
         let (cursors, queues) = (self.place_cursors(cursors).await, self.place_queues(queues).await);
         self.cursors.extend(cursors);
         self.queues.extend(queues);
+        let now = Instant::now();
+        let mut next_restart: Option<Instant> = None;
+        for (&(kind, broker, shard), restart) in &mut self.restarts {
+            if !restart.down {
+                continue;
+            }
+            if restart.at <= now {
+                // Its partitions were placed again (with a new worker, or elsewhere).
+                restart.down = false;
+                let name = kind.name(broker, shard);
+                tracing::info!(flow = %self.config.stats.flow(), "the {name} is started again");
+                self.config.stats.worker_up(&name);
+            } else {
+                next_restart = Some(next_restart.map_or(restart.at, |at| at.min(restart.at)));
+            }
+        }
+        if let Some(at) = next_restart {
+            self.place_after(at.saturating_duration_since(now));
+        }
         if self.cursors.is_empty() && self.queues.is_empty() {
             self.backoff.reset();
         } else {
@@ -623,8 +737,11 @@ impl Router {
             }
         }
         let (context, stop) = (self.source.clone(), self.stop_fetchers.clone());
-        waiting.extend(hand_over(&mut self.fetchers, placed, |broker| {
-            fetcher::start(broker, context.clone(), stop.subscribe())
+        let tasks = &mut self.fetcher_tasks;
+        let held = held_keys(&self.restarts, Kind::Fetcher);
+        waiting.extend(hand_over(&mut self.fetchers, placed, &held, |broker| {
+            let (adopt, run) = fetcher::start(broker, context.clone(), stop.subscribe());
+            Worker::new(adopt, tasks.spawn(run).id())
         }));
         waiting
     }
@@ -658,44 +775,153 @@ impl Router {
             }
         }
         let (context, stop) = (self.sink.clone(), self.stop_producers.clone());
-        waiting.extend(hand_over(&mut self.producers, placed, |broker| {
-            producer::start(broker, context.clone(), stop.subscribe())
+        let tasks = &mut self.producer_tasks;
+        let held = held_keys(&self.restarts, Kind::Producer);
+        waiting.extend(hand_over(&mut self.producers, placed, &held, |broker| {
+            let (adopt, run) = producer::start(broker, context.clone(), stop.subscribe());
+            Worker::new(adopt, tasks.spawn(run).id())
         }));
         waiting
     }
+}
+
+/// The data path's kinds of worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Fetcher,
+    Producer,
+}
+
+impl Kind {
+    /// As the `worker` label of `strait_worker_restarts_total` says it.
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Fetcher => "fetcher",
+            Kind::Producer => "producer",
+        }
+    }
+
+    /// The worker of `broker` (and `shard`, of `strait.fetchers.per.broker` or
+    /// `strait.producers.per.broker`), as logs and `/status` name it.
+    fn name(self, broker: i32, shard: u16) -> String {
+        let side = match self {
+            Kind::Fetcher => "source",
+            Kind::Producer => "target",
+        };
+        let name = format!("{} of {side} broker {broker}", self.as_str());
+        if shard == 0 {
+            name
+        } else {
+            format!("{name} (connection {})", shard + 1)
+        }
+    }
+}
+
+/// A worker that ended, until it is started again.
+#[derive(Debug)]
+struct Restart {
+    backoff: Backoff,
+    /// When it may be started again.
+    at: Instant,
+    /// Whether its partitions wait for that (shown until then).
+    down: bool,
 }
 
 /// A fetcher or producer task, and where to hand it partitions.
 #[derive(Debug)]
 pub(crate) struct Worker<T> {
     /// Partitions it takes on from now on.
-    pub adopt: mpsc::UnboundedSender<Vec<T>>,
-    pub task: JoinHandle<()>,
+    adopt: mpsc::UnboundedSender<Vec<T>>,
+    /// Its id, as the partitions handed to it record it.
+    id: u64,
+    task: TaskId,
+    started: Instant,
 }
 
-/// A worker ends with its handle: a data path aborted at shutdown leaves no task behind.
-impl<T> Drop for Worker<T> {
-    fn drop(&mut self) {
-        self.task.abort();
+impl<T> Worker<T> {
+    fn new(adopt: mpsc::UnboundedSender<Vec<T>>, task: TaskId) -> Worker<T> {
+        Worker {
+            adopt,
+            id: NEXT_WORKER.fetch_add(1, Ordering::Relaxed),
+            task,
+            started: Instant::now(),
+        }
+    }
+}
+
+/// What a worker is handed: it records the worker it was handed to, so that a worker that ends
+/// leaves none of its partitions without one.
+trait Handed {
+    fn owner(&self) -> &AtomicU64;
+}
+
+impl Handed for Cursor {
+    fn owner(&self) -> &AtomicU64 {
+        &self.queue.fetched_by
+    }
+}
+
+impl Handed for Arc<PartitionQueue> {
+    fn owner(&self) -> &AtomicU64 {
+        &self.sent_by
     }
 }
 
 /// Hands each group of `placed` to the worker of its (broker, shard), started with `start`
-/// when there is none; returns what could not be handed (to a worker that ended).
-fn hand_over<T>(
+/// when there is none; returns what could not be handed (to a worker that ended, or one whose
+/// restart is `held`).
+fn hand_over<T: Handed>(
     workers: &mut HashMap<(i32, u16), Worker<T>>,
     placed: HashMap<(i32, u16), Vec<T>>,
-    start: impl Fn(i32) -> Worker<T>,
+    held: &HashSet<(i32, u16)>,
+    mut start: impl FnMut(i32) -> Worker<T>,
 ) -> Vec<T> {
     let mut unplaced = Vec::new();
     for (key, partitions) in placed {
-        let worker = workers.entry(key).or_insert_with(|| start(key.0));
-        if let Err(mpsc::error::SendError(partitions)) = worker.adopt.send(partitions) {
+        if !workers.contains_key(&key) && held.contains(&key) {
             unplaced.extend(partitions);
-            workers.remove(&key);
+            continue;
+        }
+        let worker = workers.entry(key).or_insert_with(|| start(key.0));
+        for partition in &partitions {
+            partition.owner().store(worker.id, Ordering::Release);
+        }
+        // A worker whose task ended: its end is handled (and its key freed) by the router.
+        if let Err(mpsc::error::SendError(partitions)) = worker.adopt.send(partitions) {
+            for partition in &partitions {
+                partition.owner().store(0, Ordering::Release);
+            }
+            unplaced.extend(partitions);
         }
     }
     unplaced
+}
+
+/// The (broker, shard) of the workers of `kind` that ended and may not be started yet.
+fn held_keys(restarts: &HashMap<(Kind, i32, u16), Restart>, kind: Kind) -> HashSet<(i32, u16)> {
+    let now = Instant::now();
+    restarts
+        .iter()
+        .filter(|(&(k, _, _), restart)| k == kind && restart.at > now)
+        .map(|(&(_, broker, shard), _)| (broker, shard))
+        .collect()
+}
+
+/// Takes the worker whose task is `task` out of `workers`: its (broker, shard), id and start.
+fn find_worker<T>(workers: &mut HashMap<(i32, u16), Worker<T>>, task: TaskId) -> Option<((i32, u16), u64, Instant)> {
+    let key = *workers.iter().find(|(_, worker)| worker.task == task)?.0;
+    let worker = workers.remove(&key)?;
+    Some((key, worker.id, worker.started))
+}
+
+/// What a panic said.
+fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(message) => *message,
+        Err(payload) => payload
+            .downcast_ref::<&str>()
+            .map_or_else(|| "(no message)".to_owned(), |m| (*m).to_owned()),
+    }
 }
 
 /// The leader of every partition of `topics` that has one, and the topics' IDs.

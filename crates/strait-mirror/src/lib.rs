@@ -52,6 +52,8 @@ mod cutover;
 mod data_path;
 mod discovery;
 mod error;
+#[cfg(debug_assertions)]
+mod faults;
 mod flow;
 mod group;
 mod heartbeats;

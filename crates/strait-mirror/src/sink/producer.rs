@@ -20,7 +20,7 @@ use strait_client::{
 };
 use tokio::sync::{mpsc, watch};
 
-use crate::data_path::{Event, Worker};
+use crate::data_path::Event;
 use crate::sink::producer_id::ProducerIds;
 use crate::sink::queue::{Next, PartitionQueue, Settled};
 use crate::sink::transaction::{refused_before_append, InTransaction, Transaction};
@@ -63,13 +63,16 @@ pub(crate) struct SinkContext {
     pub transaction: Option<Arc<Transaction>>,
 }
 
-/// Starts a producer of target broker `broker`: it sends the queues it is handed, and drains
-/// and ends when `stop` turns true.
+/// A producer of target broker `broker`, to be spawned: it sends the queues it is handed, and
+/// drains and ends when `stop` turns true.
 pub(crate) fn start(
     broker: i32,
     context: Arc<SinkContext>,
     stop: watch::Receiver<bool>,
-) -> Worker<Arc<PartitionQueue>> {
+) -> (
+    mpsc::UnboundedSender<Vec<Arc<PartitionQueue>>>,
+    impl Future<Output = ()> + Send + 'static,
+) {
     let (adopt, queues) = mpsc::unbounded_channel();
     let producer = TargetProducer {
         broker,
@@ -84,10 +87,7 @@ pub(crate) fn start(
         awaiting_id: Vec::new(),
         connect_backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(5)),
     };
-    Worker {
-        adopt,
-        task: tokio::spawn(producer.run(queues, stop)),
-    }
+    (adopt, producer.run(queues, stop))
 }
 
 /// Request ids, unique in the process: a partition's batches are matched to answers by them.
@@ -291,6 +291,7 @@ impl TargetProducer {
                 self.awaiting_id.clear();
                 for queue in &queues {
                     queue.attach(None);
+                    queue.sent_by.store(0, Ordering::Release);
                 }
                 let _ = self.context.events.send(Event::Rehome { queues, after: delay });
                 None
@@ -387,6 +388,11 @@ impl TargetProducer {
                 return self.fail_request(request.id, &request.queues, error);
             }
         };
+        #[cfg(debug_assertions)]
+        for queue in &request.queues {
+            // After the target took the batches, before they count as acknowledged.
+            crate::faults::strike("producer", &queue.route.source_topic);
+        }
         let now = Instant::now();
         let (answers, _brokers) = produced_partitions(response);
         let mut answered: HashMap<(TopicName, i32), Result<i64, Error>> = answers
@@ -440,6 +446,7 @@ impl TargetProducer {
                 let key = (queue.route.target_topic.clone(), queue.route.partition);
                 if self.queues.remove(&key).is_some() {
                     queue.attach(None);
+                    queue.sent_by.store(0, Ordering::Release);
                     let after = at.saturating_duration_since(Instant::now());
                     let _ = self.context.events.send(Event::Rehome {
                         queues: vec![queue.clone()],

@@ -18,7 +18,7 @@
 //! producer of its target leader (which sends), and records what acknowledgements allow.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -483,6 +483,16 @@ impl QueueState {
         starts
     }
 
+    /// The producer that sent the batches on the wire is gone: each fails with `error`, as
+    /// if its connection had closed, and is sent again with its sequence (the target
+    /// deduplicates one that had landed).
+    pub(crate) fn abandon_in_flight(&mut self, error: &Error) {
+        let requests: Vec<u64> = self.front_batches().filter_map(|(_, b)| b.request).collect();
+        for request in requests {
+            self.failed(request, error.clone());
+        }
+    }
+
     /// Once every batch on the wire has its answer: what the failure asks for. `charge`
     /// charges the halves of a batch too large to the budget.
     pub(crate) fn settle(
@@ -630,6 +640,12 @@ pub(crate) struct PartitionQueue {
     producer: Mutex<Option<Arc<ReadyQueues>>>,
     /// Whether the queue is on its producer's ready list.
     pub(crate) in_ready: AtomicBool,
+    /// The next source offset to fetch: the end of what was pushed (or the start).
+    fetch_from: AtomicI64,
+    /// The fetcher (worker id) the router handed its cursor to; 0 while the router holds it.
+    pub(crate) fetched_by: AtomicU64,
+    /// The producer (worker id) the router handed it to; 0 while the router holds it.
+    pub(crate) sent_by: AtomicU64,
     progress: Arc<PartitionProgress>,
     stats: Arc<PartitionStats>,
     offset_map: SharedPartitionMap,
@@ -640,10 +656,11 @@ pub(crate) struct PartitionQueue {
 }
 
 impl PartitionQueue {
-    /// The queue of `route`, pausing its fetching past `cap` bytes and signalling the data path's
-    /// `resume` when a paused partition has room again.
+    /// The queue of `route`, fetched from `start`, pausing its fetching past `cap` bytes and
+    /// signalling the data path's `resume` when a paused partition has room again.
     pub(crate) fn new(
         route: Route,
+        start: i64,
         cap: usize,
         progress: Arc<PartitionProgress>,
         stats: Arc<PartitionStats>,
@@ -667,6 +684,9 @@ impl PartitionQueue {
             resume: shared.resume.clone(),
             producer: Mutex::new(None),
             in_ready: AtomicBool::new(false),
+            fetch_from: AtomicI64::new(start),
+            fetched_by: AtomicU64::new(0),
+            sent_by: AtomicU64::new(0),
             progress,
             stats,
             offset_map,
@@ -755,6 +775,14 @@ impl PartitionQueue {
                 // Fetched after the partition was revoked: its new owner fetches it again.
                 return None;
             }
+            let end = entries.iter().rev().find_map(|entry| match entry {
+                Entry::Forward(outgoing) => Some(outgoing.source_last + 1),
+                Entry::Skip { last } => Some(last + 1),
+                Entry::Stop(_) => None,
+            });
+            if let Some(end) = end {
+                self.fetch_from.fetch_max(end, Ordering::AcqRel);
+            }
             let recorded = state.push(entries);
             self.record(recorded)
         });
@@ -807,6 +835,26 @@ impl PartitionQueue {
             self.stats.record_position(last + 1);
         }
         recorded.stop
+    }
+
+    /// Where a new cursor of the partition fetches from: after everything pushed, so that
+    /// what is queued is neither fetched twice nor skipped.
+    pub(crate) fn fetch_from(&self) -> i64 {
+        self.fetch_from.load(Ordering::Acquire)
+    }
+
+    /// Whether its cursor paused fetching.
+    pub(crate) fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::Acquire)
+    }
+
+    /// Its producer ended without answering the batches on the wire: they are sent again (see
+    /// [`QueueState::abandon_in_flight`]) by the next producer it is handed to.
+    pub(crate) fn abandon_producer(&self, error: &Error, delivery_timeout: Duration) {
+        self.attach(None);
+        self.in_ready.store(false, Ordering::Release);
+        self.with_state(|state| state.abandon_in_flight(error));
+        let _ = self.settle(Instant::now(), delivery_timeout);
     }
 
     /// Marks the partition stopped.
@@ -1024,6 +1072,30 @@ mod tests {
         let recorded = state.acknowledged(5, 10, at);
         assert_eq!(recorded.progress, Some(19));
         assert!(!state.is_failing());
+    }
+
+    #[test]
+    fn batches_on_the_wire_of_a_producer_that_ended_go_again_in_order_with_their_sequences() {
+        let budget = Budget::new(1 << 20);
+        let mut state = queue_of(4, &budget);
+        let now = Instant::now();
+        send(&mut state, now, 1, ID);
+        state.acknowledged(1, 0, now);
+        for request in 2..5 {
+            send(&mut state, now, request, ID);
+        }
+        // The producer task ended: no answer comes for requests 2 to 4.
+        let gone = Error::ConnectionClosed {
+            broker: "target broker 1".into(),
+            reason: "the producer of target broker 1 panicked".into(),
+        };
+        state.abandon_in_flight(&gone);
+        let Settled::ResendAt(at) = state.settle(now, &route(), |b| budget.charge(b)) else {
+            panic!("sent again after a backoff");
+        };
+        let again: Vec<_> = (5..9).map_while(|r| send(&mut state, at, r, ID)).collect();
+        assert_eq!(again, vec![(7, 10), (7, 20), (7, 30)], "the same sequences, in order");
+        assert_eq!(state.acknowledged(5, 10, at).progress, Some(19));
     }
 
     #[test]

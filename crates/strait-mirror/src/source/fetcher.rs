@@ -8,6 +8,7 @@
 //! poll of idle ones.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,7 +21,7 @@ use strait_client::{
 use tokio::sync::{mpsc, watch, Notify};
 
 use crate::budget::Budget;
-use crate::data_path::{Event, Worker};
+use crate::data_path::Event;
 use crate::sink::queue::Entry;
 use crate::source::cursor::{Cursor, Taken};
 use crate::source::TopicIds;
@@ -59,9 +60,16 @@ pub(crate) struct SourceContext {
     pub topic_ids: TopicIds,
 }
 
-/// Starts a fetcher of source broker `broker`: it fetches the cursors it is handed, and ends
-/// when `stop` turns true.
-pub(crate) fn start(broker: i32, context: Arc<SourceContext>, stop: watch::Receiver<bool>) -> Worker<Cursor> {
+/// A fetcher of source broker `broker`, to be spawned: it fetches the cursors it is handed,
+/// and ends when `stop` turns true.
+pub(crate) fn start(
+    broker: i32,
+    context: Arc<SourceContext>,
+    stop: watch::Receiver<bool>,
+) -> (
+    mpsc::UnboundedSender<Vec<Cursor>>,
+    impl Future<Output = ()> + Send + 'static,
+) {
     let (adopt, cursors) = mpsc::unbounded_channel();
     let fetcher = Fetcher {
         broker,
@@ -76,10 +84,7 @@ pub(crate) fn start(broker: i32, context: Arc<SourceContext>, stop: watch::Recei
         retirements: 0,
         backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(5)),
     };
-    Worker {
-        adopt,
-        task: tokio::spawn(fetcher.run(cursors, stop)),
-    }
+    (adopt, fetcher.run(cursors, stop))
 }
 
 struct Fetcher {
@@ -237,6 +242,10 @@ impl Fetcher {
 
     /// Hands partitions to the data path to find where they are fetched now.
     fn rehome(&self, cursors: Vec<Cursor>, after: Duration) {
+        // Back with the router: should this fetcher end now, they are not its to restart.
+        for cursor in &cursors {
+            cursor.queue.fetched_by.store(0, Ordering::Release);
+        }
         if !cursors.is_empty() {
             let _ = self.context.events.send(Event::Cursors { cursors, after });
         }
@@ -332,6 +341,8 @@ impl Fetcher {
         let stop = if entries.is_empty() {
             None
         } else {
+            #[cfg(debug_assertions)]
+            crate::faults::strike("fetcher", &cursor.route.source_topic);
             cursor.queue.push(entries)
         };
         if stops || stop.is_some() {

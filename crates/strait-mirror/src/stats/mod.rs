@@ -392,6 +392,8 @@ pub struct Stats {
     /// The flow's periodic tasks (`heartbeats`, `checkpoints`) by name, with why each is
     /// failing while it is.
     tasks: Mutex<BTreeMap<&'static str, Option<String>>>,
+    /// The data path's workers: restarts by kind, and those waiting to be restarted now.
+    workers: Mutex<Workers>,
     /// Topic discovery rounds that completed.
     discoveries: AtomicU64,
     /// ACL sync rounds whose ACLs the target took.
@@ -401,6 +403,18 @@ pub struct Stats {
     /// Exactly-once mode: transactions the target committed and aborted.
     transactions: Arc<TransactionCounts>,
 }
+
+/// The data path's fetcher and producer tasks, as supervision sees them.
+#[derive(Debug, Default)]
+struct Workers {
+    /// Restarts after a worker panicked or ended, by kind (`fetcher`, `producer`).
+    restarts: BTreeMap<&'static str, u64>,
+    /// Workers that ended and wait for their restart (their partitions have none), with why.
+    down: BTreeMap<String, String>,
+}
+
+/// The kinds of the data path's workers.
+pub(crate) const WORKER_KINDS: [&str; 2] = ["fetcher", "producer"];
 
 /// Transactions a flow's exactly-once producer ended, over all its runs.
 #[derive(Debug, Default)]
@@ -437,6 +451,7 @@ impl Stats {
             connections: Mutex::default(),
             paused: AtomicI64::new(0),
             tasks: Mutex::default(),
+            workers: Mutex::default(),
             discoveries: AtomicU64::new(0),
             acl_syncs: AtomicU64::new(0),
             last_heartbeat_ms: AtomicI64::new(0),
@@ -544,7 +559,36 @@ impl Stats {
             inner.error.is_none() && inner.failing.is_none()
         });
         let tasks_ok = self.tasks.lock().expect("stats lock").values().all(Option::is_none);
-        matches!(state, FlowState::Starting | FlowState::Running) && partitions_ok && tasks_ok
+        let workers_ok = self.workers.lock().expect("stats lock").down.is_empty();
+        matches!(state, FlowState::Starting | FlowState::Running) && partitions_ok && tasks_ok && workers_ok
+    }
+
+    /// The data path's `worker` (of `kind`, `fetcher` or `producer`) ended, and why: it is
+    /// restarted after a backoff; until then its partitions have no worker and `/health` is
+    /// unhealthy.
+    pub(crate) fn worker_down(&self, kind: &'static str, worker: &str, why: &str) {
+        let mut workers = self.workers.lock().expect("stats lock");
+        *workers.restarts.entry(kind).or_default() += 1;
+        workers.down.insert(worker.to_owned(), why.to_owned());
+        drop(workers);
+        self.totals.record_error(worker.to_owned(), why.to_owned());
+    }
+
+    /// `worker` was restarted: its partitions are placed again.
+    pub(crate) fn worker_up(&self, worker: &str) {
+        self.workers.lock().expect("stats lock").down.remove(worker);
+    }
+
+    /// Restarts of the data path's workers of `kind` (`fetcher`, `producer`) so far.
+    pub fn worker_restarts(&self, kind: &str) -> u64 {
+        let workers = self.workers.lock().expect("stats lock");
+        workers.restarts.get(kind).copied().unwrap_or(0)
+    }
+
+    /// Workers that ended and wait for their restart, with why.
+    pub fn workers_down(&self) -> Vec<(String, String)> {
+        let workers = self.workers.lock().expect("stats lock");
+        workers.down.iter().map(|(w, why)| (w.clone(), why.clone())).collect()
     }
 
     /// The periodic task `task` runs (`None`) or fails, and why (`Some`): shown in `/status`,
@@ -886,6 +930,32 @@ mod tests {
         assert!(text
             .finish()
             .contains("strait_task_up{source=\"a\",target=\"b\",task=\"heartbeats\"} 1\n"));
+    }
+
+    #[test]
+    fn a_worker_waiting_for_its_restart_is_unhealthy_counted_and_shown() {
+        let stats = Stats::new("a", "b");
+        stats.set_state(FlowState::Running, None);
+        stats.worker_down("fetcher", "fetcher of source broker 1", "panicked: boom");
+        assert!(!stats.is_healthy());
+        assert_eq!(stats.worker_restarts("fetcher"), 1);
+        assert_eq!(
+            stats.status()["workers"]["restarting"]["fetcher of source broker 1"],
+            "panicked: boom"
+        );
+        assert_eq!(stats.recent_errors()[0].scope, "fetcher of source broker 1");
+        stats.worker_up("fetcher of source broker 1");
+        assert!(stats.is_healthy());
+        assert_eq!(stats.status()["workers"]["restarts"]["fetcher"], 1);
+        let mut text = PrometheusText::default();
+        stats.write_prometheus(&mut text);
+        let text = text.finish();
+        assert!(
+            text.contains("strait_worker_restarts_total{source=\"a\",target=\"b\",worker=\"fetcher\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains("strait_worker_restarts_total{source=\"a\",target=\"b\",worker=\"producer\"} 0\n"));
+        assert!(text.contains("strait_workers_restarting{source=\"a\",target=\"b\"} 0\n"));
     }
 
     #[test]

@@ -51,6 +51,22 @@ impl Stats {
                 f64::from(u8::from(failing.is_none())),
             );
         }
+        let workers = self.workers.lock().expect("stats lock");
+        for kind in super::WORKER_KINDS {
+            out.counter(
+                "strait_worker_restarts_total",
+                "Restarts of the data path's fetcher or producer tasks after one panicked or ended: its partitions resumed after a backoff.",
+                &[("source", source), ("target", target), ("worker", kind)],
+                workers.restarts.get(kind).copied().unwrap_or(0) as f64,
+            );
+        }
+        out.gauge(
+            "strait_workers_restarting",
+            "Fetcher or producer tasks that ended and wait for their restart: their partitions are not mirrored meanwhile.",
+            &flow,
+            workers.down.len() as f64,
+        );
+        drop(workers);
         const SOURCE: &str = "kafka_connect_mirror_source_connector";
         let partitions = self.partitions.lock().expect("stats lock");
         for ((topic, partition), handle) in partitions.iter() {

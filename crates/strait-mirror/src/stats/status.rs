@@ -17,6 +17,17 @@ impl Stats {
         Value::Object(tasks.collect())
     }
 
+    /// The data path's workers as `/status` shows them: restarts by kind, and the workers
+    /// waiting for their restart with why.
+    pub fn workers_status(&self) -> Value {
+        let workers = self.workers.lock().expect("stats lock");
+        let restarts: serde_json::Map<String, Value> = super::WORKER_KINDS
+            .iter()
+            .map(|&kind| (kind.to_owned(), json!(workers.restarts.get(kind).copied().unwrap_or(0))))
+            .collect();
+        json!({ "restarts": restarts, "restarting": workers.down })
+    }
+
     /// The flow as `/status` shows it: state, last error, the last errors with their time,
     /// counters, periodic tasks, and every partition.
     /// Holds no configuration, so no secret can leak through it.
@@ -64,6 +75,7 @@ impl Stats {
             "last_heartbeat_ms": self.last_heartbeat_ms(),
             "recent_errors": self.recent_errors(),
             "tasks": self.tasks_status(),
+            "workers": self.workers_status(),
             "partitions": partitions,
         })
     }

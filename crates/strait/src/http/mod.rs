@@ -95,11 +95,14 @@ async fn health(State(site): State<Site>) -> impl IntoResponse {
         .iter()
         .filter(|f| !f.is_healthy())
         .map(|f| {
-            let tasks: String = f
+            let mut tasks: String = f
                 .failing_tasks()
                 .iter()
                 .map(|(task, why)| format!(", {task} failing: {why}"))
                 .collect();
+            for (worker, why) in f.workers_down() {
+                tasks.push_str(&format!(", {worker} restarting: {why}"));
+            }
             format!("{} {}{tasks}", f.flow(), f.state().0.as_str())
         })
         .collect();

@@ -66,6 +66,7 @@ async fn overview(State(site): State<Site>) -> Json<Value> {
                 "last_heartbeat_ms": stats.last_heartbeat_ms(),
                 "summary": stats.summary(),
                 "tasks": stats.tasks_status(),
+                "workers": stats.workers_status(),
                 "recent_errors": stats.recent_errors(),
                 "samples": site.history.samples(index),
             })

@@ -88,6 +88,14 @@ function number(label, value, bad) {
   return el("div", {}, el("dt", {}, label), el("dd", bad ? { class: "bad" } : {}, value));
 }
 
+// Restarts of the data path's fetchers and producers, and those waiting for theirs.
+function workers(w) {
+  const restarts = Object.values(w.restarts).reduce((a, b) => a + b, 0);
+  const waiting = Object.keys(w.restarting);
+  const text = count(restarts) + " restarts" + (waiting.length > 0 ? " · restarting: " + waiting.join(", ") : "");
+  return number("worker restarts", text, waiting.length > 0);
+}
+
 function flowCard(flow, overview) {
   const s = flow.summary;
   const latest = flow.samples.length > 0 ? flow.samples[flow.samples.length - 1] : null;
@@ -106,7 +114,8 @@ function flowCard(flow, overview) {
       number("unreadable", count(flow.unreadable_records) + " stored records skipped", flow.unreadable_records > 0),
       number("found at restart", count(flow.resume_found_records) + " records · " + count(flow.resume_fallbacks) + " fallbacks", flow.resume_fallbacks > 0),
       number("recreated source topics", count(flow.source_recreations) + " partitions restarted", flow.source_recreations > 0),
-      number("last heartbeat", heartbeat)),
+      number("last heartbeat", heartbeat),
+      workers(flow.workers)),
     el("div", { class: "plots" },
       plot("records/s", flow.samples, "records_per_second", count, overview.now_ms, overview.window_ms),
       plot("lag (records)", flow.samples, "lag_records", count, overview.now_ms, overview.window_ms),
