@@ -7,8 +7,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use strait_client::{ClientConfig, Error, KafkaClient, Security};
-use strait_testkit::{KafkaCluster, SecureListeners};
+use strait_testkit::{ClusterOptions, KafkaCluster, SecureListeners};
 use strait_tests::*;
+
+use crate::mirror::{check_numbered, write_numbered, write_numbered_from};
 
 fn secure(cluster: &KafkaCluster) -> &SecureListeners {
     cluster.security().expect("the shared clusters have secure listeners")
@@ -587,4 +589,119 @@ async fn jks_and_pkcs12_stores_made_by_keytool_connect_with_mutual_tls() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Sets the SCRAM-SHA-256 password of `user` on `cluster` (the broker alters one credential of
+/// a user per request), with Kafka's own tool.
+async fn set_scram_password(cluster: &KafkaCluster, user: &str, password: &str) {
+    let bootstrap = cluster.bootstrap_servers();
+    let user = user.to_owned();
+    let credentials = format!("SCRAM-SHA-256=[password={password}]");
+    tokio::task::spawn_blocking(move || {
+        java_tool(
+            "kafka.admin.ConfigCommand",
+            &[
+                "--bootstrap-server",
+                &bootstrap,
+                "--alter",
+                "--add-config",
+                &credentials,
+                "--entity-type",
+                "users",
+                "--entity-name",
+                &user,
+            ],
+        )
+    })
+    .await
+    .unwrap();
+}
+
+/// A password rotated on the source mid-run (its SASL sessions end after 3 s unless
+/// re-authenticated, KIP-368, and re-authentication is refused): the partitions turn `failing`
+/// with the broker's authentication error within the documented bound, `/health` says so, and
+/// once the broker takes the configured password again they mirror on by themselves.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_password_changed_on_the_source_mid_run_turns_its_partitions_failing_until_it_is_fixed() {
+    let source_cluster = tokio::task::spawn_blocking(|| {
+        KafkaCluster::start_with(
+            ClusterOptions::new("rotated-source")
+                .secure()
+                .property("listener.name.sasl_ssl.connections.max.reauth.ms", "3000"),
+        )
+        .unwrap()
+    })
+    .await
+    .unwrap();
+    let listeners = secure(&source_cluster);
+    let clusters = clusters();
+    let source = client(&source_cluster).await;
+    let target = client(&clusters.target).await;
+    let topic = unique("rotated");
+    let remote = format!("source.{topic}");
+    let (partitions, batches, per_batch) = (2, 10, 100);
+    create_topic(&source, &topic, partitions).await;
+    write_numbered(&source, &topic, partitions, batches, per_batch).await;
+    // The default request.timeout.ms, 30 s: the bound is 35 s.
+    let properties = format!(
+        "clusters = source, target\n{}\
+         target.bootstrap.servers = {}\n\
+         source->target.enabled = true\n\
+         source->target.topics = {topic}\n\
+         replication.factor = 1\n\
+         strait.group.id = {}\n",
+        sasl_ssl_lines("source", listeners, "SCRAM-SHA-256", &listeners.password),
+        clusters.target.bootstrap_servers(),
+        unique("strait-test"),
+    );
+    let mirror = start_mirror(&properties);
+    let first = i64::from(partitions) * (batches * per_batch) as i64;
+    wait_until_complete(&target, &remote, first).await;
+    assert!(mirror.stats().is_healthy());
+
+    set_scram_password(
+        &source_cluster,
+        &listeners.username,
+        &format!("rotated-{}", unique("pw")),
+    )
+    .await;
+    let rotated = Instant::now();
+    write_numbered_from(&source, &topic, partitions, batches, batches, per_batch).await;
+    let states = || {
+        let status = mirror.stats().status();
+        status["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["topic"] == topic.as_str())
+            .map(|p| (p["state"].as_str().unwrap().to_owned(), p["last_error"].to_string()))
+            .collect::<Vec<_>>()
+    };
+    wait_until("both partitions failing with the authentication error", || async {
+        let states = states();
+        states.len() == partitions as usize
+            && states
+                .iter()
+                .all(|(state, error)| state == "failing" && error.contains("SASL_AUTHENTICATION_FAILED"))
+    })
+    .await;
+    let took = rotated.elapsed();
+    // The sessions end within 3 s (re-authentication is refused), then the bound: 30 s + 5 s;
+    // the check runs every second.
+    assert!(took < Duration::from_secs(3 + 35 + 5), "failing after {took:?}");
+    assert!(!mirror.stats().is_healthy(), "/health is 503 while partitions fail");
+    println!("password rotated: failing after {took:?}: {:?}", states()[0]);
+
+    // The cause fixed: the broker takes the configured password again.
+    set_scram_password(&source_cluster, &listeners.username, &listeners.password).await;
+    let fixed = Instant::now();
+    wait_until_complete(&target, &remote, 2 * first).await;
+    wait_until("the partitions running again", || async {
+        states().iter().all(|(state, _)| state == "running") && mirror.stats().is_healthy()
+    })
+    .await;
+    println!("password fixed: mirroring again after {:?}", fixed.elapsed());
+    mirror.stop().await.unwrap();
+    let duplicates = check_numbered(&target, &remote, partitions, 2 * batches * per_batch).await;
+    assert_eq!(duplicates, 0);
 }

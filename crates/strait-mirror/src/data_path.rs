@@ -23,7 +23,7 @@ use std::any::Any;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use strait_client::kafka_protocol::messages::TopicName;
@@ -54,6 +54,50 @@ const GATHER: Duration = Duration::from_millis(20);
 pub(crate) const RESTART_BACKOFF: (Duration, Duration) = (Duration::from_secs(2), Duration::from_secs(60));
 /// A worker that ran this long before it ended is restarted after the first delay again.
 const RESTART_RESET_AFTER: Duration = Duration::from_secs(60);
+/// How often partitions are checked for a source that stopped answering.
+const SOURCE_CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a partition's source may not answer for it before it is `failing`: the source's
+/// `request.timeout.ms` (a request's longest wait) plus the fetcher's longest reconnect backoff.
+pub(crate) fn source_bound(request_timeout: Duration) -> Duration {
+    request_timeout + fetcher::BACKOFF.1
+}
+
+/// Checks every [`SOURCE_CHECK_EVERY`] that the source answers for each of `watched`: those it
+/// has not answered for within `bound` turn `failing`, with the last error (an authentication
+/// refused, a broker gone); back to `running` once it answers again. A task of its own, so that
+/// the router waiting for an unreachable cluster does not hold the check up.
+async fn check_sources(watched: Arc<Mutex<Vec<Arc<PartitionQueue>>>>, bound: Duration) {
+    let mut every = tokio::time::interval(SOURCE_CHECK_EVERY);
+    loop {
+        every.tick().await;
+        let now = crate::internal_topics::now_ms();
+        let queues = watched.lock().expect("watched lock").clone();
+        for queue in queues.iter().filter(|q| !q.is_stopped() && !q.is_retired()) {
+            let (silent, error) = queue.source_silence(now);
+            let failing = (silent > bound.as_millis() as i64).then(|| {
+                format!(
+                    "the source has not answered for the partition for over {} s (request.timeout.ms + {} s): {}",
+                    bound.as_secs(),
+                    fetcher::BACKOFF.1.as_secs(),
+                    error.as_deref().unwrap_or("no error seen")
+                )
+            });
+            queue.stats().source_failing(failing);
+        }
+    }
+}
+
+/// A task that ends with its handle.
+#[derive(Debug)]
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Worker ids, unique in the process (0: none).
 static NEXT_WORKER: AtomicU64 = AtomicU64::new(1);
 
@@ -182,6 +226,11 @@ impl DataPath {
         let mut produce_connection = config.target.config().connection.clone();
         produce_connection.counter = produce_connections;
         let resume = Arc::new(Notify::new());
+        let watched = Arc::new(Mutex::new(Vec::new()));
+        let checker = AbortOnDrop(tokio::spawn(check_sources(
+            watched.clone(),
+            source_bound(fetch_connection.request_timeout),
+        )));
         let source = Arc::new(SourceContext {
             client: config.source.clone(),
             alias: config.source_alias.clone(),
@@ -218,6 +267,8 @@ impl DataPath {
             fetcher_tasks: JoinSet::new(),
             producer_tasks: JoinSet::new(),
             restarts: HashMap::new(),
+            watched,
+            _checker: checker,
             known: HashSet::new(),
             mirrored: HashMap::new(),
             first_stop: None,
@@ -309,6 +360,9 @@ struct Router {
     producer_tasks: JoinSet<()>,
     /// Workers that ended: when each may be started again, and its backoff.
     restarts: HashMap<(Kind, i32, u16), Restart>,
+    /// The partitions mirrored now, as the check of their source sees them.
+    watched: Arc<Mutex<Vec<Arc<PartitionQueue>>>>,
+    _checker: AbortOnDrop,
     stop_fetchers: watch::Sender<bool>,
     stop_producers: watch::Sender<bool>,
     /// Every partition ever added (stopped ones included: they stay stopped until a restart,
@@ -381,6 +435,7 @@ impl Router {
                 for queue in &queues {
                     queue.retire();
                 }
+                self.watched.lock().expect("watched lock").retain(|q| !q.is_retired());
                 self.cursors.retain(|c| !c.queue.is_retired());
                 self.queues.retain(|q| !q.is_drained());
                 // After the flags: a fetcher that sees the count sees them.
@@ -646,6 +701,7 @@ impl Router {
             self.queues.push(queue.clone());
             self.mirrored
                 .insert((route.source_topic.clone(), route.partition), queue.clone());
+            self.watched.lock().expect("watched lock").push(queue.clone());
             self.cursors.push(Cursor::new(route, start, queue));
         }
         self.place().await;
@@ -710,6 +766,10 @@ impl Router {
             }
             Err(error) => {
                 tracing::warn!(cluster = %self.config.source_alias, %error, "metadata request failed");
+                let error = format!("finding its leader failed: {error}");
+                for cursor in &cursors {
+                    cursor.queue.source_failed(&error);
+                }
                 return cursors;
             }
         };
@@ -733,7 +793,10 @@ impl Router {
                     let shard = shard(&cursor.route, self.config.fetchers_per_broker);
                     placed.entry((broker, shard)).or_default().push(cursor);
                 }
-                None => waiting.push(cursor),
+                None => {
+                    cursor.queue.source_failed(&"the source has no leader for it");
+                    waiting.push(cursor);
+                }
             }
         }
         let (context, stop) = (self.source.clone(), self.stop_fetchers.clone());

@@ -646,6 +646,11 @@ pub(crate) struct PartitionQueue {
     pub(crate) fetched_by: AtomicU64,
     /// The producer (worker id) the router handed it to; 0 while the router holds it.
     pub(crate) sent_by: AtomicU64,
+    /// When its source last answered for it (ms since the epoch): a Fetch that carried it,
+    /// or its fetcher holding it paused without failing.
+    source_answered_ms: AtomicI64,
+    /// Why fetching it last failed (the request, the connection, or finding its leader).
+    source_error: Mutex<Option<String>>,
     progress: Arc<PartitionProgress>,
     stats: Arc<PartitionStats>,
     offset_map: SharedPartitionMap,
@@ -687,6 +692,8 @@ impl PartitionQueue {
             fetch_from: AtomicI64::new(start),
             fetched_by: AtomicU64::new(0),
             sent_by: AtomicU64::new(0),
+            source_answered_ms: AtomicI64::new(crate::internal_topics::now_ms()),
+            source_error: Mutex::new(None),
             progress,
             stats,
             offset_map,
@@ -841,6 +848,22 @@ impl PartitionQueue {
     /// what is queued is neither fetched twice nor skipped.
     pub(crate) fn fetch_from(&self) -> i64 {
         self.fetch_from.load(Ordering::Acquire)
+    }
+
+    /// Its source answered for it at `now_ms`.
+    pub(crate) fn source_answered(&self, now_ms: i64) {
+        self.source_answered_ms.store(now_ms, Ordering::Release);
+    }
+
+    /// Fetching it failed with `error`.
+    pub(crate) fn source_failed(&self, error: &dyn std::fmt::Display) {
+        *self.source_error.lock().expect("queue lock") = Some(error.to_string());
+    }
+
+    /// How long (ms) its source has not answered for it at `now_ms`, and the last error.
+    pub(crate) fn source_silence(&self, now_ms: i64) -> (i64, Option<String>) {
+        let silent = now_ms - self.source_answered_ms.load(Ordering::Acquire);
+        (silent, self.source_error.lock().expect("queue lock").clone())
     }
 
     /// Whether its cursor paused fetching.

@@ -31,6 +31,10 @@ use crate::{MirrorError, Stats};
 const PAUSED_MAX_WAIT_MS: i32 = 10;
 /// Failed requests in a row after which a fetcher gives its partitions back to find their leaders.
 const FAILURES_BEFORE_REHOME: u32 = 3;
+/// The backoff of a fetcher's retries and reconnects: first and longest wait.
+pub(crate) const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
+/// How often a fetcher that works tells its partitions that their source answers.
+const ANSWERED_EVERY: Duration = Duration::from_millis(500);
 
 /// What the fetchers of one flow share.
 #[derive(Debug)]
@@ -81,8 +85,10 @@ pub(crate) fn start(
         session: FetchSession::new(),
         connection: None,
         failures: 0,
+        failing: false,
+        answered_at: Instant::now(),
         retirements: 0,
-        backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(5)),
+        backoff: Backoff::new(BACKOFF.0, BACKOFF.1),
     };
     (adopt, fetcher.run(cursors, stop))
 }
@@ -101,6 +107,10 @@ struct Fetcher {
     connection: Option<BrokerConnection>,
     /// Failed requests in a row.
     failures: u32,
+    /// Whether requests or connections failed since the last answer.
+    failing: bool,
+    /// When its partitions were last told that their source answers.
+    answered_at: Instant,
     /// The data path's retirements this fetcher has swept.
     retirements: u64,
     backoff: Backoff,
@@ -120,6 +130,10 @@ impl Fetcher {
                 self.adopt(cursors);
             }
             self.review();
+            if !self.failing {
+                // Paused partitions are not fetched, but their source would answer.
+                self.answered(false);
+            }
             if self.session.is_empty() {
                 // Nothing to fetch: wait for partitions, room in a queue, or the end.
                 tokio::select! {
@@ -228,6 +242,27 @@ impl Fetcher {
         }
     }
 
+    /// Tells its partitions that their source answers (at most every [`ANSWERED_EVERY`],
+    /// unless `now`): the data path turns those it has not answered for too long `failing`.
+    fn answered(&mut self, now: bool) {
+        if now || self.answered_at.elapsed() >= ANSWERED_EVERY {
+            self.answered_at = Instant::now();
+            let now_ms = crate::internal_topics::now_ms();
+            for cursor in self.cursors.values() {
+                cursor.queue.source_answered(now_ms);
+            }
+        }
+    }
+
+    /// Fetching failed as a whole with `error`: each partition keeps it as its reason, should
+    /// this last.
+    fn failed(&mut self, error: &Error) {
+        self.failing = true;
+        for cursor in self.cursors.values() {
+            cursor.queue.source_failed(error);
+        }
+    }
+
     /// Takes a partition out of this fetcher.
     fn remove(&mut self, key: &PartitionKey) -> Option<Cursor> {
         self.session.forget(key);
@@ -284,6 +319,8 @@ impl Fetcher {
         };
         self.failures = 0;
         self.backoff.reset();
+        let was_failing = std::mem::take(&mut self.failing);
+        self.answered(was_failing);
         let mut homeless = Vec::new();
         // Topics whose ID was asked for in this response: once each, however many partitions.
         let mut refreshed = HashSet::new();
@@ -389,6 +426,7 @@ impl Fetcher {
         }
         tracing::debug!(broker = self.broker, %error, "the partition looks for its leader again");
         let mut cursor = self.remove(key)?;
+        cursor.queue.source_failed(&error);
         cursor.preferred = None;
         Some(cursor)
     }
@@ -505,6 +543,7 @@ impl Fetcher {
     /// leaders again.
     async fn request_failed(&mut self, error: Error) {
         self.context.stats.record_error(&self.context.alias, "Fetch", &error);
+        self.failed(&error);
         self.session.reset();
         if !matches!(error, Error::Kafka { .. }) {
             self.connection = None;
@@ -554,6 +593,7 @@ impl Fetcher {
             }
             Err(error) => {
                 self.context.stats.record_error(&self.context.alias, "Fetch", &error);
+                self.failed(&error);
                 let delay = self.backoff.next_delay();
                 tracing::warn!(cluster = %self.context.alias, broker = self.broker, %error,
                     "cannot connect to the source broker; its partitions look for their leaders again in {delay:?}");

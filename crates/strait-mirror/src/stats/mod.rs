@@ -170,6 +170,9 @@ struct PartitionInner {
     /// Why the partition is failing (its batch not acknowledged within delivery.timeout.ms),
     /// while it is; it keeps retrying.
     failing: Option<String>,
+    /// Why its source has not answered for it for too long (request.timeout.ms + the
+    /// reconnect backoff), while it has not; it keeps retrying.
+    source_failing: Option<String>,
 }
 
 impl PartitionInner {
@@ -191,7 +194,13 @@ impl PartitionInner {
             unmirrored: VecDeque::new(),
             error: None,
             failing: None,
+            source_failing: None,
         }
+    }
+
+    /// Why it is failing, if it is: its target, or its source.
+    fn failing(&self) -> Option<&String> {
+        self.failing.as_ref().or(self.source_failing.as_ref())
     }
 
     fn lag_records(&self) -> i64 {
@@ -231,7 +240,7 @@ impl PartitionInner {
     fn state(&self) -> &'static str {
         if self.error.is_some() {
             "stopped"
-        } else if self.failing.is_some() {
+        } else if self.failing().is_some() {
             "failing"
         } else {
             "running"
@@ -250,6 +259,7 @@ impl PartitionStats {
             p.position = Some(position);
             p.error = None;
             p.failing = None;
+            p.source_failing = None;
             p.caught_up_ms = now;
         });
     }
@@ -275,6 +285,19 @@ impl PartitionStats {
     /// The source log end the last fetch saw, if one did.
     pub(crate) fn source_end(&self) -> Option<i64> {
         self.update(|p, _| p.source_end)
+    }
+
+    /// Its source has not answered for it for too long (`Some`), or answers again (`None`).
+    pub(crate) fn source_failing(&self, why: Option<String>) {
+        let changed = self.update(|p, _| {
+            let changed = why.is_some() && p.source_failing != why;
+            p.source_failing = why.clone();
+            changed
+        });
+        if let (true, Some(why)) = (changed, why) {
+            tracing::error!(partition = %self.scope, "{why}; still retrying");
+            self.totals.record_error(self.scope.clone(), why);
+        }
     }
 
     /// A fetch saw the source log end at `high_watermark`.
@@ -556,7 +579,7 @@ impl Stats {
         let state = self.state().0;
         let partitions_ok = self.partitions.lock().expect("stats lock").values().all(|p| {
             let inner = p.inner.lock().expect("stats lock");
-            inner.error.is_none() && inner.failing.is_none()
+            inner.error.is_none() && inner.failing().is_none()
         });
         let tasks_ok = self.tasks.lock().expect("stats lock").values().all(Option::is_none);
         let workers_ok = self.workers.lock().expect("stats lock").down.is_empty();
@@ -892,6 +915,27 @@ mod tests {
             .finish()
             .contains("strait_partition_up{source=\"a\",target=\"b\",topic=\"a.t\",partition=\"3\"} 0\n"));
         p.record_acknowledged(1, 100, -1, Duration::from_millis(3));
+        assert!(stats.is_healthy());
+        assert_eq!(stats.status()["partitions"][0]["state"], "running");
+    }
+
+    #[test]
+    fn a_partition_its_source_does_not_answer_is_failing_until_it_answers_again() {
+        let stats = Stats::new("a", "b");
+        stats.set_state(FlowState::Running, None);
+        let p = stats.partition("t", "a.t", 1);
+        p.started(0);
+        p.source_failing(Some("SASL_AUTHENTICATION_FAILED".into()));
+        assert!(!stats.is_healthy());
+        assert_eq!(stats.status()["partitions"][0]["state"], "failing");
+        assert_eq!(
+            stats.status()["partitions"][0]["last_error"],
+            "SASL_AUTHENTICATION_FAILED"
+        );
+        // An acknowledgement says the target answers, not the source.
+        p.record_acknowledged(1, 100, -1, Duration::from_millis(3));
+        assert!(!stats.is_healthy());
+        p.source_failing(None);
         assert!(stats.is_healthy());
         assert_eq!(stats.status()["partitions"][0]["state"], "running");
     }

@@ -157,7 +157,7 @@ impl Stats {
                 "strait_partition_up",
                 "1 while the partition is mirrored, 0 after it stopped with an error or while its batches fail past delivery.timeout.ms.",
                 &labels,
-                f64::from(u8::from(p.error.is_none() && p.failing.is_none())),
+                f64::from(u8::from(p.error.is_none() && p.failing().is_none())),
             );
         }
         drop(partitions);

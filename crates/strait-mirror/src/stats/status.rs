@@ -55,7 +55,7 @@ impl Stats {
                     "resume_found_records": p.resume_found_records,
                     "resume_fallbacks": p.resume_fallbacks,
                     "source_recreations": p.source_recreations,
-                    "last_error": p.error.as_ref().or(p.failing.as_ref()),
+                    "last_error": p.error.as_ref().or(p.failing()),
                 })
             })
             .collect();
