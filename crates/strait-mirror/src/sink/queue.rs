@@ -782,13 +782,18 @@ impl PartitionQueue {
                 // Fetched after the partition was revoked: its new owner fetches it again.
                 return None;
             }
-            let end = entries.iter().rev().find_map(|entry| match entry {
-                Entry::Forward(outgoing) => Some(outgoing.source_last + 1),
-                Entry::Skip { last } => Some(last + 1),
-                Entry::Stop(_) => None,
-            });
-            if let Some(end) = end {
-                self.fetch_from.fetch_max(end, Ordering::AcqRel);
+            for entry in &entries {
+                match entry {
+                    Entry::Forward(outgoing) => {
+                        self.fetch_from.fetch_max(outgoing.source_last + 1, Ordering::AcqRel);
+                    }
+                    Entry::Skip { last } => {
+                        self.fetch_from.fetch_max(last + 1, Ordering::AcqRel);
+                    }
+                    // A recreated source topic's offsets start again, below the old ones.
+                    Entry::Restart { start, .. } => self.fetch_from.store(*start, Ordering::Release),
+                    Entry::Stop(_) => {}
+                }
             }
             let recorded = state.push(entries);
             self.record(recorded)
