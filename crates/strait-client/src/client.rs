@@ -353,6 +353,16 @@ impl KafkaClient {
 
     /// Creates topics; a topic that already exists counts as created.
     pub async fn create_topics(&self, topics: &[NewTopic]) -> Result<()> {
+        for (_, answer) in self.create_topics_each(topics).await? {
+            answer?;
+        }
+        Ok(())
+    }
+
+    /// Creates `topics` in one request and returns the broker's answer for each, by name:
+    /// a topic the broker refuses (a policy, an ACL, an unknown config) leaves the others
+    /// created. An existing topic counts as created. `Err` only when the request itself failed.
+    pub async fn create_topics_each(&self, topics: &[NewTopic]) -> Result<Vec<(String, Result<()>)>> {
         let request = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(
             topics
                 .iter()
@@ -378,17 +388,23 @@ impl KafkaClient {
             self.any_connection().await?.send(&request).await
         })
         .await?;
-        for topic in &response.topics {
-            if topic.error_code == ResponseError::TopicAlreadyExists.code() {
-                continue; // TOPIC_ALREADY_EXISTS
-            }
-            Error::check(
-                topic.error_code,
-                || format!("CreateTopics {}", topic.name.0.as_str()),
-                topic.error_message.as_ref().map(|m| m.as_str()),
-            )?;
-        }
-        Ok(())
+        Ok(response
+            .topics
+            .iter()
+            .map(|topic| {
+                let name = topic.name.0.as_str().to_owned();
+                let answer = if topic.error_code == ResponseError::TopicAlreadyExists.code() {
+                    Ok(())
+                } else {
+                    Error::check(
+                        topic.error_code,
+                        || format!("CreateTopics {name}"),
+                        topic.error_message.as_ref().map(|m| m.as_str()),
+                    )
+                };
+                (name, answer)
+            })
+            .collect())
     }
 
     /// Grows `topic` to `count` partitions; a topic that already has that many counts as done.
