@@ -15,7 +15,7 @@ use crate::budget::Budget;
 use crate::checkpoints::{checkpoint_loop, pruning_bounds};
 use crate::client_config::connect;
 use crate::data_path::{DataPath, DataPathConfig, NotDrained, OffsetReset};
-use crate::discovery::discover;
+use crate::discovery::{discover, Discovered};
 use crate::group::Seat;
 use crate::heartbeats::heartbeat_loop;
 use crate::holdings::{wait_for_singleton, while_held, Change, Holdings};
@@ -34,6 +34,8 @@ const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 /// Replication factor of the progress topic (Connect's `offset.storage.replication.factor`),
 /// capped at the number of target brokers.
 const PROGRESS_REPLICATION_FACTOR: i16 = 3;
+/// Longest pause between attempts to create a remote topic the target refused.
+const REFUSED_TOPIC_MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Longest pause between attempts to start a flow.
 const START_UP_MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How long a replica the leader prefers (KIP-392) is fetched from before the leader is asked
@@ -372,9 +374,9 @@ async fn mirror(
     };
     let config_sync = tokio::spawn({
         let (held, stopped, within, flow_name, task) = singleton_job("config sync");
-        let (flow, source, target) = (flow.clone(), source.clone(), target.clone());
+        let (flow, source, target, stats) = (flow.clone(), source.clone(), target.clone(), stats.clone());
         while_held(held, stopped, within, flow_name, task, move |stop| {
-            config_sync_loop(flow.clone(), source.clone(), target.clone(), stop)
+            config_sync_loop(flow.clone(), source.clone(), target.clone(), stats.clone(), stop)
         })
     });
     let acl_sync = tokio::spawn({
@@ -435,6 +437,7 @@ async fn mirror(
     let refresh = flow.refresh_topics.interval();
     let mut next_refresh = Some(tokio::time::Instant::now());
     let mut discovery_backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+    let mut refused_backoff = Backoff::new(Duration::from_secs(1), REFUSED_TOPIC_MAX_BACKOFF);
     let mut flush = tokio::time::interval(match &transaction {
         Some(_) => flow.transaction_interval,
         None => FLUSH_INTERVAL,
@@ -454,19 +457,33 @@ async fn mirror(
                 if !holdings.is_grouped() {
                     return discover(&flow, &source, &target, target_brokers).await;
                 }
-                if holdings.holds_singleton() {
-                    discover(&flow, &source, &target, target_brokers).await?;
-                }
-                Ok(holdings.routes())
+                let refused = if holdings.holds_singleton() {
+                    discover(&flow, &source, &target, target_brokers).await?.refused
+                } else {
+                    Default::default()
+                };
+                Ok(Discovered {
+                    routes: holdings.routes(),
+                    refused,
+                })
             };
             match unless_stopped(&mut shutdown, discovery).await {
                 None => continue,
-                Some(Ok(routes)) => {
+                Some(Ok(Discovered { routes, refused })) => {
                     data_path.add(routes);
                     stats.record_discovery();
                     discovery_backoff.reset();
                     // Without `refresh.topics`, the topics found are the flow's for good.
                     next_refresh = refresh.map(|every| tokio::time::Instant::now() + every);
+                    // A topic the target refused is tried again with backoff, not only at the
+                    // next refresh (10 minutes by default, or never without `refresh.topics`).
+                    if refused.is_empty() {
+                        refused_backoff.reset();
+                    } else {
+                        let retry = tokio::time::Instant::now() + refused_backoff.next_delay();
+                        next_refresh = Some(next_refresh.map_or(retry, |at| at.min(retry)));
+                    }
+                    stats.set_waiting_topics(refused);
                 }
                 Some(Err(error)) => {
                     // Soon, not at the next refresh (10 minutes by default, or never without

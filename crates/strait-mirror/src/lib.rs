@@ -86,4 +86,4 @@ pub use metrics::{write_io_prometheus, PrometheusText};
 pub use offset_map::{OffsetMap, Translation};
 pub use offset_syncs::{OffsetMapping, OffsetSyncs};
 pub use progress::{connect_offset_key, ProgressStore};
-pub use stats::{FlowState, FlowSummary, PartitionLag, RecentError, Stats};
+pub use stats::{FlowState, FlowSummary, PartitionLag, RecentError, Stats, TopicRefusal};

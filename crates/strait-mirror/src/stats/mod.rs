@@ -19,6 +19,9 @@ use crate::metrics::{Histogram, Window};
 
 mod prometheus;
 mod status;
+mod topics;
+
+pub use topics::TopicRefusal;
 
 /// Fetched, unmirrored batches listed per partition for the lag in seconds (a partition's queue
 /// holds a few MiB; when more are fetched the oldest still tells the lag).
@@ -417,6 +420,8 @@ pub struct Stats {
     tasks: Mutex<BTreeMap<&'static str, Option<String>>>,
     /// The data path's workers: restarts by kind, and those waiting to be restarted now.
     workers: Mutex<Workers>,
+    /// Source topics whose remote topic the target refused, by name.
+    waiting_topics: Mutex<BTreeMap<String, topics::Waiting>>,
     /// Topic discovery rounds that completed.
     discoveries: AtomicU64,
     /// ACL sync rounds whose ACLs the target took.
@@ -475,6 +480,7 @@ impl Stats {
             paused: AtomicI64::new(0),
             tasks: Mutex::default(),
             workers: Mutex::default(),
+            waiting_topics: Mutex::default(),
             discoveries: AtomicU64::new(0),
             acl_syncs: AtomicU64::new(0),
             last_heartbeat_ms: AtomicI64::new(0),
@@ -574,7 +580,7 @@ impl Stats {
     }
 
     /// Whether the flow, its periodic tasks and all its partitions are running (or still
-    /// starting).
+    /// starting), and no topic waits for its remote topic.
     pub fn is_healthy(&self) -> bool {
         let state = self.state().0;
         let partitions_ok = self.partitions.lock().expect("stats lock").values().all(|p| {
@@ -583,7 +589,8 @@ impl Stats {
         });
         let tasks_ok = self.tasks.lock().expect("stats lock").values().all(Option::is_none);
         let workers_ok = self.workers.lock().expect("stats lock").down.is_empty();
-        matches!(state, FlowState::Starting | FlowState::Running) && partitions_ok && tasks_ok && workers_ok
+        let topics_ok = self.waiting_topics.lock().expect("stats lock").is_empty();
+        matches!(state, FlowState::Starting | FlowState::Running) && partitions_ok && tasks_ok && workers_ok && topics_ok
     }
 
     /// The data path's `worker` (of `kind`, `fetcher` or `producer`) ended, and why: it is

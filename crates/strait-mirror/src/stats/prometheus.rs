@@ -67,6 +67,7 @@ impl Stats {
             workers.down.len() as f64,
         );
         drop(workers);
+        self.write_waiting_topics(out);
         const SOURCE: &str = "kafka_connect_mirror_source_connector";
         let partitions = self.partitions.lock().expect("stats lock");
         for ((topic, partition), handle) in partitions.iter() {

@@ -76,6 +76,7 @@ impl Stats {
             "recent_errors": self.recent_errors(),
             "tasks": self.tasks_status(),
             "workers": self.workers_status(),
+            "waiting_topics": self.waiting_topics_status(),
             "partitions": partitions,
         })
     }

@@ -99,6 +99,11 @@ async fn health(State(site): State<Site>) -> impl IntoResponse {
                 .failing_tasks()
                 .iter()
                 .map(|(task, why)| format!(", {task} failing: {why}"))
+                .chain(
+                    f.waiting_topics()
+                        .iter()
+                        .map(|(topic, refused)| format!(", topic {topic} waiting: {}", refused.message)),
+                )
                 .collect();
             for (worker, why) in f.workers_down() {
                 tasks.push_str(&format!(", {worker} restarting: {why}"));

@@ -67,6 +67,7 @@ async fn overview(State(site): State<Site>) -> Json<Value> {
                 "summary": stats.summary(),
                 "tasks": stats.tasks_status(),
                 "workers": stats.workers_status(),
+                "waiting_topics": stats.waiting_topics_status(),
                 "recent_errors": stats.recent_errors(),
                 "samples": site.history.samples(index),
             })

@@ -126,6 +126,11 @@ function flowCard(flow, overview) {
       el("span", task.state === "failing" ? { class: "bad" } : {},
         `${name}: ${task.state}` + (task.last_error ? ` (${task.last_error})` : "")))));
   }
+  const waiting = flow.waiting_topics || [];
+  if (waiting.length > 0) {
+    card.append(el("div", { class: "tasks waiting" }, ...waiting.map((t) =>
+      el("span", { class: "bad" }, `topic ${t.topic} waiting (${t.reason}, ${t.attempts} attempts): ${t.last_error}`))));
+  }
   if (flow.last_error) card.append(el("p", { class: "bad" }, "last error: " + flow.last_error));
   const errors = flow.recent_errors.slice().reverse();
   const details = el("details", { class: "errors" }, el("summary", {}, `errors (${errors.length})`));
