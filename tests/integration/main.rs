@@ -18,5 +18,6 @@ mod page;
 mod prometheus;
 mod security;
 mod supervision;
+mod topics;
 mod topology;
 mod translation;

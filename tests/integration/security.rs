@@ -32,7 +32,7 @@ async fn connect(bootstrap: &str, props: &[(&str, String)]) -> Result<KafkaClien
 }
 
 /// The `mm2.properties` lines of `alias` connecting over SASL_SSL with SCRAM.
-fn sasl_ssl_lines(alias: &str, listeners: &SecureListeners, mechanism: &str, password: &str) -> String {
+pub(crate) fn sasl_ssl_lines(alias: &str, listeners: &SecureListeners, mechanism: &str, password: &str) -> String {
     format!(
         "{alias}.bootstrap.servers = {}\n\
          {alias}.security.protocol = SASL_SSL\n\
