@@ -15,6 +15,9 @@ use crate::{MirrorError, TopicRefusal};
 /// request of more than 10 000 records (a record per partition, and one per topic).
 const CREATE_PARTITIONS_AT_ONCE: i32 = 5_000;
 
+/// A remote topic to create, with the source topic it mirrors and that topic's ID.
+type Creation<'a> = ((&'a String, Option<TopicId>), NewTopic);
+
 /// What a discovery round found: the partitions to mirror, and the source topics whose remote
 /// topic the target refused to create or grow this round (retried at the next).
 #[derive(Debug, Default)]
@@ -102,7 +105,7 @@ pub(crate) async fn discover(
         }
     }
     // Many topics per CreateTopics request, within what a KRaft controller takes in one.
-    let mut batches: Vec<Vec<((&String, Option<TopicId>), NewTopic)>> = Vec::new();
+    let mut batches: Vec<Vec<Creation>> = Vec::new();
     for topic in new_topics {
         let full = batches.last().is_none_or(|batch| {
             !batch.is_empty()

@@ -590,7 +590,11 @@ impl Stats {
         let tasks_ok = self.tasks.lock().expect("stats lock").values().all(Option::is_none);
         let workers_ok = self.workers.lock().expect("stats lock").down.is_empty();
         let topics_ok = self.waiting_topics.lock().expect("stats lock").is_empty();
-        matches!(state, FlowState::Starting | FlowState::Running) && partitions_ok && tasks_ok && workers_ok && topics_ok
+        matches!(state, FlowState::Starting | FlowState::Running)
+            && partitions_ok
+            && tasks_ok
+            && workers_ok
+            && topics_ok
     }
 
     /// The data path's `worker` (of `kind`, `fetcher` or `producer`) ended, and why: it is
