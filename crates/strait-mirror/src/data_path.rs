@@ -26,23 +26,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use strait_client::kafka_protocol::messages::TopicName;
-use strait_client::{Backoff, FetchParams, KafkaClient, OffsetSpec, TopicId};
+use strait_client::{Backoff, KafkaClient, OffsetSpec, TopicId};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::{Id as TaskId, JoinError, JoinHandle, JoinSet};
 
-use crate::budget::Budget;
-use crate::offset_map::OffsetMap;
-use crate::offset_syncs::OffsetSyncs;
-use crate::progress::ProgressStore;
-use crate::sink::producer::{self, ProduceSettings, SinkContext};
+use crate::data_path_config::{DataPathConfig, OffsetReset};
+use crate::event::Event;
+use crate::route::Route;
+use crate::sink::producer::{self, SinkContext};
 use crate::sink::producer_id::ProducerIds;
 use crate::sink::queue::{PartitionQueue, QueuesShared};
-use crate::sink::transaction::Transaction;
 use crate::source::cursor::Cursor;
 use crate::source::fetcher::{self, recreation_message, SourceContext};
 use crate::source::TopicIds;
-use crate::{MirrorError, Stats};
+use crate::MirrorError;
 
 /// Bytes of fetched batches a partition's queue holds before its fetching pauses, as a multiple
 /// of `max.partition.fetch.bytes`: one fetch's worth on its way while one is produced.
@@ -100,100 +97,6 @@ impl Drop for AbortOnDrop {
 
 /// Worker ids, unique in the process (0: none).
 static NEXT_WORKER: AtomicU64 = AtomicU64::new(1);
-
-/// Where a partition starts when no progress is stored (`auto.offset.reset`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffsetReset {
-    /// From the log start.
-    Earliest,
-    /// From the log end.
-    Latest,
-}
-
-/// A partition on both clusters.
-#[derive(Debug, Clone)]
-pub(crate) struct Route {
-    /// The source topic.
-    pub source_topic: String,
-    /// The source topic, as Fetch requests name it.
-    pub source_key: TopicName,
-    /// The remote topic on the target, as Produce requests name it.
-    pub target_topic: TopicName,
-    /// The partition (the same on both sides).
-    pub partition: i32,
-    /// The source topic's ID when discovery saw it (KIP-516), if the broker has IDs.
-    pub source_topic_id: Option<TopicId>,
-}
-
-impl Route {
-    /// The partition `partition` of `source_topic`, mirrored into `target_topic`.
-    pub(crate) fn new(source_topic: &str, target_topic: &str, partition: i32) -> Route {
-        Route {
-            source_topic: source_topic.to_owned(),
-            source_key: strait_client::topic_name(source_topic),
-            target_topic: strait_client::topic_name(target_topic),
-            partition,
-            source_topic_id: None,
-        }
-    }
-
-    /// The route, with the source topic's ID as Metadata gave it.
-    pub(crate) fn with_topic_id(mut self, topic_id: Option<TopicId>) -> Route {
-        self.source_topic_id = topic_id;
-        self
-    }
-}
-
-/// What fetchers, producers and the flow tell the router.
-#[derive(Debug)]
-pub(crate) enum Event {
-    /// Partitions to mirror (discovery found them).
-    Add(Vec<Route>),
-    /// Partitions to stop mirroring (revoked): their queues are retired, and handed back to
-    /// be waited for.
-    Remove {
-        partitions: Vec<(String, i32)>,
-        reply: oneshot::Sender<Vec<Arc<PartitionQueue>>>,
-    },
-    /// Cursors to place again after `after`: their leader moved or their broker is gone.
-    Cursors { cursors: Vec<Cursor>, after: Duration },
-    /// Queues to place again after `after`.
-    Rehome {
-        queues: Vec<Arc<PartitionQueue>>,
-        after: Duration,
-    },
-    /// A partition stopped with an error that needs a person.
-    Stopped { route: Route, error: MirrorError },
-}
-
-/// Everything the data path of a flow needs.
-#[derive(Debug)]
-pub(crate) struct DataPathConfig {
-    pub source: KafkaClient,
-    pub target: KafkaClient,
-    pub source_alias: String,
-    pub target_alias: String,
-    /// The source consumer's Fetch settings.
-    pub fetch: FetchParams,
-    /// `max.partition.fetch.bytes`.
-    pub partition_max_bytes: i32,
-    /// How long a preferred read replica is used (`metadata.max.age.ms`).
-    pub preferred_lease: Duration,
-    pub produce: ProduceSettings,
-    /// Fetchers (connections) per source broker (`strait.fetchers.per.broker`).
-    pub fetchers_per_broker: u16,
-    /// Producers (connections) per target broker (`strait.producers.per.broker`).
-    pub producers_per_broker: u16,
-    pub reset: OffsetReset,
-    pub budget: Arc<Budget>,
-    pub stats: Arc<Stats>,
-    pub progress: Arc<ProgressStore>,
-    pub offset_map: Arc<OffsetMap>,
-    pub syncs: Option<Arc<OffsetSyncs>>,
-    /// Exactly-once mode: the flow's transaction, begun (its producer id fenced) before the
-    /// positions were read.
-    pub transaction: Option<Arc<Transaction>>,
-}
 
 /// The running data path of one flow.
 #[derive(Debug)]

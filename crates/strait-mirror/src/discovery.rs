@@ -7,7 +7,7 @@ use std::time::Duration;
 use strait_client::{ClusterMetadata, KafkaClient, NewTopic, TopicId, TopicMetadata};
 use strait_config::FlowConfig;
 
-use crate::data_path::Route;
+use crate::route::Route;
 use crate::topic_configs::creation_configs;
 use crate::{MirrorError, TopicRefusal};
 

@@ -11,10 +11,11 @@ use strait_config::FlowConfig;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::data_path::{DataPath, NotDrained, Route};
+use crate::data_path::{DataPath, NotDrained};
 use crate::group::{FlowShare, Seat, Share};
 use crate::offset_map::OffsetMap;
 use crate::progress::ProgressStore;
+use crate::route::Route;
 use crate::{MirrorError, Stats};
 
 type Partition = (String, i32);

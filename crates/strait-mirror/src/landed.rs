@@ -31,9 +31,10 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::budget::Budget;
-use crate::data_path::{DataPathConfig, Route};
+use crate::data_path_config::DataPathConfig;
 use crate::offset_syncs::OffsetMapping;
 use crate::outgoing::mappings;
+use crate::route::Route;
 use crate::source::cursor::check_fetched;
 use crate::{MirrorError, Translation};
 

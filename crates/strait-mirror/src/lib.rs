@@ -23,7 +23,9 @@
 //!   through Kafka's group protocol ([`Membership`]); `holdings`: a flow's share applied to its
 //!   data path (acquired partitions started from stored progress, revoked ones drained first).
 //! - `data_path`: the router placing each partition with the fetcher of its source leader and
-//!   the producer of its target leader, again when a leader moves; `landed`: at a partition's
+//!   the producer of its target leader, again when a leader moves; it is set up from
+//!   `data_path_config` and told by `event`; `route`: a partition on both clusters, as every
+//!   part of the data path names it; `landed`: at a partition's
 //!   start from stored progress (after a crash), the batches the target acknowledged past it
 //!   are recognised, and mirroring resumes after them.
 //! - `source`: `fetcher` (one per source broker: connection, fetch session, one Fetch in flight)
@@ -50,8 +52,10 @@ mod checkpoints;
 mod client_config;
 mod cutover;
 mod data_path;
+mod data_path_config;
 mod discovery;
 mod error;
+mod event;
 #[cfg(debug_assertions)]
 mod faults;
 mod flow;
@@ -67,6 +71,7 @@ mod offset_map;
 mod offset_syncs;
 mod outgoing;
 mod progress;
+mod route;
 mod sink;
 mod source;
 mod stats;
@@ -77,7 +82,7 @@ pub use budget::Budget;
 pub use checkpoints::read_checkpoints;
 pub use client_config::client_config;
 pub use cutover::{read_group, read_group_back, GroupPartition, GroupReadiness};
-pub use data_path::OffsetReset;
+pub use data_path_config::OffsetReset;
 pub use error::{FencedProducer, MirrorError};
 pub use flow::{run_flow, transactional_id, FlowHandle, Process};
 pub use group::{describe_groups, Membership, Seat};

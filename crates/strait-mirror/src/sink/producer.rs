@@ -20,7 +20,7 @@ use strait_client::{
 };
 use tokio::sync::{mpsc, watch};
 
-use crate::data_path::Event;
+use crate::event::Event;
 use crate::sink::producer_id::ProducerIds;
 use crate::sink::queue::{Next, PartitionQueue, Settled};
 use crate::sink::transaction::{refused_before_append, InTransaction, Transaction};

@@ -28,11 +28,11 @@ use strait_wire::ProducerState;
 use tokio::sync::Notify;
 
 use crate::budget::Budget;
-use crate::data_path::Route;
 use crate::offset_map::SharedPartitionMap;
 use crate::offset_syncs::OffsetSyncs;
 use crate::outgoing::Outgoing;
 use crate::progress::PartitionProgress;
+use crate::route::Route;
 use crate::sink::ReadyQueues;
 use crate::stats::PartitionStats;
 use crate::MirrorError;

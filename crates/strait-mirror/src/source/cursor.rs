@@ -9,8 +9,8 @@ use strait_client::{FetchPosition, FetchedPartition, PartitionKey, TopicId};
 use strait_wire::{rebuild_batch, AbortedTransactionFilter, BatchVerdict, RecordBatch, RecordBatches, WireError};
 
 use crate::budget::Charge;
-use crate::data_path::Route;
 use crate::outgoing::Outgoing;
+use crate::route::Route;
 use crate::sink::queue::{Entry, PartitionQueue};
 use crate::MirrorError;
 

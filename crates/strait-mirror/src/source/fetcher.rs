@@ -21,7 +21,7 @@ use strait_client::{
 use tokio::sync::{mpsc, watch, Notify};
 
 use crate::budget::Budget;
-use crate::data_path::Event;
+use crate::event::Event;
 use crate::sink::queue::Entry;
 use crate::source::cursor::{Cursor, Taken};
 use crate::source::TopicIds;
