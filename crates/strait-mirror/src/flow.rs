@@ -215,6 +215,15 @@ async fn flow_loop(
     result
 }
 
+/// Tells the run's periodic jobs to stop and ends each (the next run, if any, starts them
+/// again).
+async fn end_jobs(flow: &str, stop: &watch::Sender<bool>, jobs: Vec<(&'static str, JoinHandle<()>)>, within: Duration) {
+    let _ = stop.send(true);
+    for (task, handle) in jobs {
+        end_task(flow, task, handle, within).await;
+    }
+}
+
 /// Waits up to `within` for a periodic task that was told to stop, then aborts it: a task
 /// stuck on an unreachable cluster must not hold the process up.
 pub(crate) async fn end_task(flow: &str, name: &str, mut task: JoinHandle<()>, within: Duration) {
@@ -418,6 +427,14 @@ async fn mirror(
         bounds_found,
         jobs_stopped.clone(),
     ));
+    let jobs: Vec<(&'static str, JoinHandle<()>)> = [
+        ("config sync", config_sync),
+        ("ACL sync", acl_sync),
+        ("offset map pruning", pruning),
+    ]
+    .into_iter()
+    .chain(checkpoints.map(|handle| ("checkpoints", handle)))
+    .collect();
     let stores = (&progress, &offset_map, &syncs);
     let mut config = data_path_config(&flow, (&source, &target), &process, &stats, stores);
     config.transaction = transaction.clone();
@@ -589,18 +606,7 @@ async fn mirror(
                 }
             }
         }
-        // The run ends (and the next one, if any, starts them again).
-        let _ = stop_jobs.send(true);
-        for (task, handle) in [
-            ("config sync", config_sync),
-            ("ACL sync", acl_sync),
-            ("offset map pruning", pruning),
-        ]
-        .into_iter()
-        .chain(checkpoints.map(|handle| ("checkpoints", handle)))
-        {
-            end_task(&name, task, handle, within).await;
-        }
+        end_jobs(&name, &stop_jobs, jobs, within).await;
         return match ended {
             Err(fatal) => Err(fatal),
             Ok(Ended::Aborted(why)) => Err(MirrorError::TransactionAborted { flow: name, why }),
@@ -653,17 +659,7 @@ async fn mirror(
         tracing::error!(flow = %name, %error, "the last progress was not stored; a restart repeats what it covered");
         first_error.get_or_insert(error);
     }
-    let _ = stop_jobs.send(true);
-    for (task, handle) in [
-        ("config sync", config_sync),
-        ("ACL sync", acl_sync),
-        ("offset map pruning", pruning),
-    ]
-    .into_iter()
-    .chain(checkpoints.map(|handle| ("checkpoints", handle)))
-    {
-        end_task(&name, task, handle, within).await;
-    }
+    end_jobs(&name, &stop_jobs, jobs, within).await;
     tracing::info!(flow = %name, records = stats.records(), bytes = stats.bytes(), "flow stopped");
     first_error.map_or(Ok(RunEnd::Stopped), Err)
 }
