@@ -3,8 +3,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::batch::{ATTR_TRANSACTIONAL, CRC_AT, CRC_START, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
 use crate::compression::compress;
+use crate::layout::{ATTR_TRANSACTIONAL, CRC_AT, CRC_START, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
 use crate::varint::put_varlong;
 use crate::{decode_records, Compression, Header, ProducerState, RecordBatch, TimestampType, WireError};
 

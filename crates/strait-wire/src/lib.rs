@@ -20,6 +20,7 @@
 //!
 //! # Layout
 //!
+//! - `layout`: the batch header's field offsets, attribute bits and codecs.
 //! - `batch`: zero-copy batch views and the splitting of fetched record sets; `rewrite`: the
 //!   forwarding rewrite (new header and CRC, untouched records section).
 //! - `txn`: read_committed filtering; `records`: decoded records (the slow path); `builder`:
@@ -38,6 +39,7 @@ mod batch;
 mod builder;
 mod compression;
 mod error;
+mod layout;
 mod mm2;
 mod records;
 mod rewrite;
@@ -47,11 +49,10 @@ pub mod varint;
 #[cfg(test)]
 mod testing;
 
-pub use batch::{
-    Compression, ControlType, RecordBatch, RecordBatches, TimestampType, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
-};
+pub use batch::{ControlType, RecordBatch, RecordBatches, TimestampType};
 pub use builder::{rebuild_batch, split_batch, RebuiltBatch, RecordBatchBuilder};
 pub use error::WireError;
+pub use layout::{Compression, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
 pub use mm2::{Checkpoint, Heartbeat, OffsetSync};
 pub use records::{decode_records, Header, Record};
 pub use rewrite::{ForwardBatch, ProducerState};

@@ -2,7 +2,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::batch::{
+use crate::layout::{
     ATTR_DELETE_HORIZON, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL, CRC_AT, CRC_START, RECORD_BATCH_OVERHEAD,
 };
 use crate::{RecordBatch, WireError};

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use crate::batch::{CRC_AT, CRC_START};
+use crate::layout::{CRC_AT, CRC_START};
 use crate::{Compression, Header, RecordBatchBuilder};
 
 /// Every codec, uncompressed first.
