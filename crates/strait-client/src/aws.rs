@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use crate::backoff::Backoff;
-use crate::security::{config_error, Secret};
+use crate::settings::{config_error, Secret};
 use crate::{Error, Result};
 pub(crate) use credentials::Environment;
 use credentials::{profile_properties, resolve_chain, AssumeRole, Credentials, Provider, Sts, GLOBAL};

@@ -2,7 +2,6 @@
 //! correlation id, version negotiation.
 
 use std::collections::HashMap;
-use std::io::IoSlice;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,13 +13,14 @@ use kafka_protocol::messages::{
     SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes, VersionRange};
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::io::{EpollRead, EpollWrite, FrameRead, FrameWrite, IoPath};
 use crate::sasl::{client_nonce, plain_message, ScramClient};
-use crate::security::{tls_error, SaslConfig, SaslCredentials, SaslMechanism, Security, TlsConfig};
+use crate::security::{SaslConfig, SaslCredentials, SaslMechanism, Security};
+use crate::tls::{tls_error, TlsConfig};
 use crate::versions::client_versions;
 use crate::{AuthenticationFailure, Error, KafkaCode, Result};
 
@@ -738,33 +738,6 @@ async fn write_loop(
     // TLS says goodbye (close_notify), which waits for room on a stalled socket: bounded, as
     // the socket closes anyway once this task ends.
     let _ = tokio::time::timeout(SHUTDOWN_WAIT, socket.shutdown()).await;
-}
-
-pub(crate) async fn write_all_vectored<W: AsyncWrite + Unpin>(
-    socket: &mut W,
-    parts: &mut [Bytes],
-) -> std::io::Result<()> {
-    let mut first = 0;
-    while first < parts.len() {
-        let slices: Vec<IoSlice<'_>> = parts[first..].iter().map(|p| IoSlice::new(p)).collect();
-        let mut written = socket.write_vectored(&slices).await?;
-        if written == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        while written > 0 {
-            let part = &mut parts[first];
-            let step = written.min(part.len());
-            part.advance(step);
-            written -= step;
-            if part.is_empty() {
-                first += 1;
-            }
-        }
-        while first < parts.len() && parts[first].is_empty() {
-            first += 1;
-        }
-    }
-    Ok(())
 }
 
 async fn read_loop(shared: std::sync::Weak<Shared>, mut socket: impl FrameRead) {

@@ -56,7 +56,7 @@ impl Endpoint {
             }
             let tls = match &self.tls {
                 Some(tls) => tls.clone(),
-                None => crate::security::tls_config(&|_| None)
+                None => crate::tls::tls_config(&|_| None)
                     .map_err(|e| failure(e.to_string(), false))?
                     .rustls()
                     .clone(),

@@ -3,13 +3,11 @@
 //! how bytes reach the socket differs.
 
 use std::future::Future;
-use std::io;
+use std::io::{self, IoSlice};
 use std::sync::Once;
 
-use bytes::{BufMut, Bytes};
+use bytes::{Buf, BufMut, Bytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-
-use crate::connection::write_all_vectored;
 
 /// How a connection's socket moves bytes (`strait.io`).
 #[derive(Debug, Clone, Default)]
@@ -146,4 +144,29 @@ impl FrameWrite for strait_uring::RingWriter {
     async fn shutdown(&mut self) {
         strait_uring::RingWriter::shutdown(self);
     }
+}
+
+/// Writes all of `parts` with vectored writes, going on where a short write stopped.
+async fn write_all_vectored<W: AsyncWrite + Unpin>(socket: &mut W, parts: &mut [Bytes]) -> std::io::Result<()> {
+    let mut first = 0;
+    while first < parts.len() {
+        let slices: Vec<IoSlice<'_>> = parts[first..].iter().map(|p| IoSlice::new(p)).collect();
+        let mut written = socket.write_vectored(&slices).await?;
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while written > 0 {
+            let part = &mut parts[first];
+            let step = written.min(part.len());
+            part.advance(step);
+            written -= step;
+            if part.is_empty() {
+                first += 1;
+            }
+        }
+        while first < parts.len() && parts[first].is_empty() {
+            first += 1;
+        }
+    }
+    Ok(())
 }

@@ -8,8 +8,9 @@
 //!   broker ends them (KIP-368). TLS (rustls) and SASL PLAIN, SCRAM, OAUTHBEARER or AWS_MSK_IAM
 //!   (`security`, `sasl`, `jaas`, `pem`, `keystore` for JKS and PKCS12 stores, `oauth` for
 //!   tokens from an OAuth token endpoint, `aws` for Amazon MSK's IAM payloads and AWS
-//!   credentials; `endpoint` for their HTTP requests), configured with the Java client's keys
-//!   through [`Security::from_properties`].
+//!   credentials; `endpoint` for their HTTP requests; `tls` for the `ssl.*` keys; `settings`
+//!   for what they all share: [`Secret`] and reading a key), configured with the Java client's
+//!   keys through [`Security::from_properties`].
 //! - `client`: [`KafkaClient`], bootstrap, metadata and a shared connection per broker, plus the
 //!   requests the mirror and its tools need (topics, offsets, producer ids; `configs`, `acls`,
 //!   `groups` for the admin requests).
@@ -50,6 +51,8 @@ mod pem;
 mod produce;
 mod sasl;
 mod security;
+mod settings;
+mod tls;
 mod transactions;
 mod versions;
 
@@ -75,8 +78,10 @@ pub use produce::{
     encode_produce_request, is_sequence_error, is_too_large, produced_partitions, submit_produce, PartitionRecords,
     PendingProduce, ProducedPartition, TopicRecords,
 };
-pub use security::{SaslConfig, SaslCredentials, SaslMechanism, Secret, Security, TlsConfig};
+pub use security::{SaslConfig, SaslCredentials, SaslMechanism, Security};
+pub use settings::Secret;
 pub use strait_uring::{Ring, RingStats, UNAVAILABLE_SWITCH as IO_URING_UNAVAILABLE_SWITCH};
+pub use tls::TlsConfig;
 pub use transactions::TRANSACTION_VERSION_FEATURE;
 
 /// The result type of this crate.

@@ -18,7 +18,8 @@ use http_body_util::Full;
 use serde_json::{Map, Value};
 
 use crate::endpoint::Endpoint;
-use crate::security::{config_error, set, tls_config, Secret};
+use crate::settings::{config_error, set, Secret};
+use crate::tls::tls_config;
 use crate::{Backoff, Error, Result};
 
 /// Kafka's OAUTHBEARER login module, the one `sasl.jaas.config` must name.

@@ -7,7 +7,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use ring::{digest, hmac, pbkdf2};
 
-use crate::security::{SaslMechanism, Secret};
+use crate::security::SaslMechanism;
+use crate::settings::Secret;
 
 /// Kafka's clients refuse fewer iterations (`ScramMechanism.minIterations`).
 const MIN_ITERATIONS: u32 = 4096;

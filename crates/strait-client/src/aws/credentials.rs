@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::sigv4::{self, AccessKey, AmzDate};
 use crate::endpoint::Endpoint;
-use crate::security::Secret;
+use crate::settings::Secret;
 use crate::{Error, Result};
 
 /// The STS API version of every request.

@@ -3,7 +3,7 @@
 
 use ring::{digest, hmac};
 
-use crate::security::Secret;
+use crate::settings::Secret;
 
 /// The algorithm's name in every signature.
 pub(crate) const ALGORITHM: &str = "AWS4-HMAC-SHA256";
