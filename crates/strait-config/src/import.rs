@@ -73,6 +73,20 @@ pub struct ImportOptions {
     pub strimzi_mount_root: PathBuf,
 }
 
+// Beside the import it uses: `mm2` parses one configuration and knows nothing of imports.
+impl Mm2Config {
+    /// Reads the configuration files as every `strait` command does: one `mm2.properties`, or
+    /// the JSON configs of MM2's connectors, or a Strimzi `KafkaMirrorMaker2` resource (see
+    /// [`Imported`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Imported::from_paths`] and [`Imported::config`].
+    pub fn from_paths(paths: &[impl AsRef<Path>], options: &ImportOptions) -> Result<Self> {
+        Imported::from_paths(paths, options)?.config()
+    }
+}
+
 impl Default for ImportOptions {
     fn default() -> Self {
         ImportOptions {

@@ -12,7 +12,6 @@ use crate::data_path::{check_consumer_value, check_producer_value, setting_raw, 
 use crate::error::{ConfigError, Result};
 use crate::filter::{ConfigPropertyFilter, GroupFilter, PatternList, TopicFilter, UseDefaultsFrom};
 use crate::flow::{FlowConfig, OffsetSyncsTopicLocation, Schedule};
-use crate::import::{ImportOptions, Imported};
 use crate::keys::{
     connector_key, connector_key_without_effect, deprecated_key, ignored_reason, ignored_role_reason,
     is_connection_key, known_names, scoped_strait_key, suggest, unknown_security_key, Kind, BUFFER_MEMORY,
@@ -233,17 +232,6 @@ impl Mm2Config {
         })?;
         let text = String::from_utf8(bytes).unwrap_or_else(|e| e.into_bytes().iter().map(|&b| char::from(b)).collect());
         Self::parse(&text)
-    }
-
-    /// Reads the configuration files as every `strait` command does: one `mm2.properties`, or
-    /// the JSON configs of MM2's connectors, or a Strimzi `KafkaMirrorMaker2` resource (see
-    /// [`Imported`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Imported::from_paths`] and [`Imported::config`].
-    pub fn from_paths(paths: &[impl AsRef<Path>], options: &ImportOptions) -> Result<Self> {
-        Imported::from_paths(paths, options)?.config()
     }
 
     /// The files this configuration was imported from (connector configs or a Strimzi
